@@ -1,0 +1,152 @@
+/**
+ * The Authenticator over signed JWTs: HS256 with a secret, or ES256 with a key pair.
+ * API users come from the config; people from a token generator's collection in a DataSource.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createSigner, createVerifier, TokenError } from 'fast-jwt';
+import type { TokenGrant } from '@herald/protocol';
+import type { Config, TokenGeneratorConfig } from '../config/schema.ts';
+import type { DataSource } from '../data/data-source.ts';
+import { GatewayError } from '../errors.ts';
+import type { ApiUser, Authenticator, Person, PersonCredentials, TokenRequest } from './authenticator.ts';
+
+type TokenKind = 'api' | 'person';
+
+interface Claims {
+  typ: TokenKind | 'refresh';
+  /** The kind a refresh token renews. */
+  for?: TokenKind;
+  sub: string;
+  /** A person's generator and selected columns. */
+  gen?: string;
+  usr?: Record<string, unknown>;
+}
+
+export interface JwtAuthenticatorOptions {
+  config: Pick<Config, 'auth' | 'apiUsers' | 'tokenGenerators' | 'userPath'>;
+  /** Data sources by instance name, for token generators. */
+  dataSources: ReadonlyMap<string, DataSource>;
+}
+
+export class JwtAuthenticator implements Authenticator {
+  readonly #apiUsers = new Map<string, { user: ApiUser; password: string }>();
+  readonly #config: JwtAuthenticatorOptions['config'];
+  readonly #dataSources: ReadonlyMap<string, DataSource>;
+  readonly #sign: (claims: Claims) => string;
+  readonly #signRefresh: (claims: Claims) => string;
+  readonly #verify: (token: string) => Claims;
+
+  constructor({ config, dataSources }: JwtAuthenticatorOptions) {
+    this.#config = config;
+    this.#dataSources = dataSources;
+    for (const [name, { password, groups }] of Object.entries(config.apiUsers)) {
+      this.#apiUsers.set(name, { user: Object.freeze({ name, groups: new Set(groups) }), password });
+    }
+    const { auth } = config;
+    const algorithm = auth.privateKey ? 'ES256' : 'HS256';
+    const signKey = auth.privateKey ?? auth.secret;
+    const verifyKey = auth.publicKey ?? auth.secret;
+    const common = { algorithm, key: signKey, iss: `herald/${config.userPath}` } as const;
+    this.#sign = createSigner({ ...common, expiresIn: auth.tokenTtlSeconds * 1000 });
+    this.#signRefresh = createSigner({ ...common, expiresIn: auth.refreshTtlSeconds * 1000 });
+    // The cache makes a reconnect with the same token skip the signature check; expiry is still enforced.
+    this.#verify = createVerifier({
+      key: verifyKey,
+      algorithms: [algorithm],
+      allowedIss: `herald/${config.userPath}`,
+      cache: 10_000,
+    });
+  }
+
+  async issue(request: TokenRequest): Promise<TokenGrant> {
+    if (request.kind === 'AM') return this.#grant(this.#checkApiUser(request.u, request.p));
+    if (request.kind === 'AM_DB') return this.#grant(await this.#checkPerson(request.credentials));
+    const claims = this.#claims(request.refreshToken, 'refresh');
+    return this.#grant({ ...claims, typ: claims.for ?? 'api' });
+  }
+
+  verifyApiUser(token: string): ApiUser {
+    const claims = this.#claims(token, 'api');
+    const known = this.#apiUsers.get(claims.sub);
+    if (!known) throw new GatewayError('TOKEN_INVALID', `API user ${claims.sub} no longer exists`);
+    return known.user;
+  }
+
+  verifyPerson(token: string): Person {
+    const claims = this.#claims(token, 'person');
+    return { generator: claims.gen ?? '', fields: claims.usr ?? {} };
+  }
+
+  #grant(claims: Claims): TokenGrant {
+    const { typ, sub, gen, usr } = claims;
+    const body: Claims = gen === undefined ? { typ, sub } : { typ, sub, gen, usr: usr ?? {} };
+    return {
+      token: this.#sign(body),
+      refresh_token: this.#signRefresh({ ...body, typ: 'refresh', for: typ as TokenKind }),
+      expires_in: this.#config.auth.tokenTtlSeconds,
+    };
+  }
+
+  #claims(token: string, typ: Claims['typ']): Claims {
+    let claims: Claims;
+    try {
+      claims = this.#verify(token);
+    } catch (error) {
+      if (error instanceof TokenError && error.code === TokenError.codes.expired) {
+        throw new GatewayError('TOKEN_EXPIRED', 'the token has expired');
+      }
+      throw new GatewayError('TOKEN_INVALID', 'the token is malformed or its signature does not match');
+    }
+    if (claims.typ !== typ) throw new GatewayError('TOKEN_INVALID', `expected a ${typ} token, got a ${claims.typ} token`);
+    return claims;
+  }
+
+  #checkApiUser(u: string, p: string): Claims {
+    const known = this.#apiUsers.get(u);
+    if (!known || !sameSecret(p, known.password)) {
+      throw new GatewayError('BAD_CREDENTIALS', 'unknown API user or wrong password');
+    }
+    return { typ: 'api', sub: u };
+  }
+
+  async #checkPerson(credentials: PersonCredentials): Promise<Claims> {
+    const [name, generator] = this.#generatorFor(credentials);
+    const source = this.#dataSources.get(generator.instance);
+    if (!source) throw new GatewayError('INTERNAL', `no data source for instance ${generator.instance}`);
+    const [row] = await source.getAll({
+      database: generator.database,
+      collection: generator.collection,
+      find: { [generator.usernameColumn]: credentials.u },
+      limit: 1,
+    });
+    const stored = row?.[generator.passwordColumn];
+    if (!row || stored === undefined || !sameSecret(credentials.p, String(stored))) {
+      throw new GatewayError('BAD_CREDENTIALS', 'unknown person or wrong password');
+    }
+    const usr = Object.fromEntries(generator.select.map((column) => [column, row[column]]));
+    return { typ: 'person', sub: credentials.u, gen: name, usr };
+  }
+
+  /** Clients may only use a configured generator: naming it, or repeating its exact definition. */
+  #generatorFor(credentials: PersonCredentials): [string, TokenGeneratorConfig] {
+    const generators = Object.entries(this.#config.tokenGenerators);
+    const found = credentials.generator
+      ? generators.find(([name]) => name === credentials.generator)
+      : generators.find(
+          ([, g]) =>
+            g.instance === credentials.instance &&
+            g.database === credentials.database &&
+            g.collection === credentials.collection &&
+            g.usernameColumn === credentials.usernameColumn &&
+            g.passwordColumn === credentials.passwordColumn,
+        );
+    if (!found) throw new GatewayError('NOT_FOUND', 'no token generator matches this request');
+    return found;
+  }
+}
+
+/** Constant-time comparison, so a wrong password takes as long whatever its prefix. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}

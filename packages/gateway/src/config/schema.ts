@@ -1,0 +1,114 @@
+/**
+ * The configuration schema. Each field documents its default; docs/configuration.md mirrors this file.
+ * Validated once at start-up (load.ts), then frozen.
+ */
+import { z } from 'zod';
+
+const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
+
+const server = z
+  .object({
+    /** TCP port of HTTP and WebSocket. Default 38246; 0 picks a free port. */
+    port: z.number().int().min(0).max(65535).default(38246),
+    /** Address to bind. Default 0.0.0.0. */
+    host: z.string().default('0.0.0.0'),
+  })
+  .strict();
+
+const websocket = z
+  .object({
+    /** Largest client frame in bytes; a larger one closes the socket with 1009. Default 64 KiB. */
+    maxPayload: z.number().int().min(1024).default(64 * 1024),
+    /** Unsent bytes a client may hold before the node closes it with 1013. Default 1 MiB. */
+    maxBufferedBytes: z.number().int().min(1024).default(1024 * 1024),
+    /** Interval between ping frames; a client that has not answered the previous one is closed. Default 60 s. */
+    pingIntervalMs: z.number().int().min(100).default(60_000),
+    /** Distinct subscriptions one connection may hold. Default 100. */
+    maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
+    /** Recipients written before a fan-out yields to the event loop, so other work is not starved. Default 1024. */
+    fanOutChunk: z.number().int().min(1).default(1024),
+  })
+  .strict();
+
+const auth = z
+  .object({
+    /** HS256 secret. Default: a development secret that the node refuses when NODE_ENV=production. */
+    secret: z.string().min(16).optional(),
+    /** ES256 key pair (PEM); when given, it is used instead of `secret`. */
+    privateKey: z.string().optional(),
+    publicKey: z.string().optional(),
+    /** Lifetime of an access token. Default 3600 s. */
+    tokenTtlSeconds: z.number().int().min(1).default(3600),
+    /** Lifetime of a refresh token. Default 7 days. */
+    refreshTtlSeconds: z.number().int().min(1).default(7 * 24 * 3600),
+  })
+  .strict()
+  .refine((a) => a.secret !== undefined || (a.privateKey !== undefined && a.publicKey !== undefined), {
+    message: 'set either secret, or both privateKey and publicKey',
+  });
+
+const apiUser = z
+  .object({
+    password: z.string().min(1),
+    /** Groups this API user belongs to; events name the groups that may register and emit them. */
+    groups: z.array(name).default([]),
+  })
+  .strict();
+
+const collection = z
+  .object({
+    /** JSON file (an array of rows) loaded into the in-memory data source; relative to the config file. */
+    seed: z.string().optional(),
+  })
+  .strict();
+
+const instance = z
+  .object({
+    /** MongoDB connection string; absent means the in-memory data source. MONGODB_URL overrides it. */
+    url: z.string().optional(),
+    databases: z.record(name, z.object({ collections: z.record(name, collection) }).strict()),
+  })
+  .strict();
+
+const tokenGenerator = z
+  .object({
+    instance: name,
+    database: name,
+    collection: name,
+    usernameColumn: z.string().min(1),
+    passwordColumn: z.string().min(1),
+    /** Columns of the person's row that the person token carries. */
+    select: z.array(z.string().min(1)).min(1),
+  })
+  .strict();
+
+const event = z
+  .object({
+    /** Groups whose API users may REGISTER this event / emit it. */
+    groups: z.object({ register: z.array(name), emit: z.array(name) }).strict(),
+    /**
+     * Criteria fields bound to the person: `{ recipientId: customer_id }` means a person may only register
+     * criteria whose recipientId equals the customer_id in their token. Bound fields are required.
+     */
+    bind: z.record(z.string().min(1), z.string().min(1)).default({}),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    /** The path segment of the system API (`/api/system-api/<userPath>/...`). */
+    userPath: name,
+    server: server.prefault({}),
+    websocket: websocket.prefault({}),
+    auth,
+    apiUsers: z.record(name, apiUser),
+    instances: z.record(name, instance).default({}),
+    tokenGenerators: z.record(name, tokenGenerator).default({}),
+    events: z.record(name, event),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+export type EventConfig = Config['events'][string];
+export type TokenGeneratorConfig = Config['tokenGenerators'][string];
+export type InstanceConfig = Config['instances'][string];

@@ -1,0 +1,30 @@
+/**
+ * A DataSource is one configured instance (a MongoDB deployment, or its in-memory stand-in):
+ * databases of collections of rows. The filter language is MongoDB's, restricted to what every
+ * implementation supports: field equality, {$eq}, {$in}, and $and.
+ */
+export type Row = Record<string, unknown>;
+
+export type FieldFilter = unknown | { $eq: unknown } | { $in: unknown[] };
+export interface Filter {
+  $and?: Filter[];
+  [field: string]: FieldFilter | Filter[] | undefined;
+}
+
+export interface CollectionRef {
+  database: string;
+  collection: string;
+}
+
+export interface FindQuery extends CollectionRef {
+  find?: Filter;
+  limit?: number;
+}
+
+export interface DataSource {
+  /** Rows matching `find` (all rows without it), in insertion order. */
+  getAll(query: FindQuery): Promise<Row[]>;
+  /** Insert rows; answers them as stored (with `_id`). */
+  insert(target: CollectionRef, rows: Row[]): Promise<Row[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,73 @@
+/** The in-memory DataSource: MongoDB's semantics for the filters it supports, no server needed. */
+import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { GatewayError } from '../errors.ts';
+import type { CollectionRef, DataSource, Filter, FindQuery, Row } from './data-source.ts';
+
+export class MemoryDataSource implements DataSource {
+  readonly #collections = new Map<string, Row[]>();
+
+  /** `seed` maps "database/collection" to its initial rows. */
+  constructor(seed: Record<string, Row[]> = {}) {
+    for (const [key, rows] of Object.entries(seed)) this.#collections.set(key, rows.map(withId));
+  }
+
+  async getAll(query: FindQuery): Promise<Row[]> {
+    const rows = this.#collections.get(keyOf(query)) ?? [];
+    const matching = query.find ? rows.filter((row) => matches(row, query.find as Filter)) : rows;
+    return structuredClone(query.limit === undefined ? matching : matching.slice(0, query.limit));
+  }
+
+  async insert(target: CollectionRef, rows: Row[]): Promise<Row[]> {
+    const stored = rows.map(withId);
+    const key = keyOf(target);
+    const existing = this.#collections.get(key);
+    if (existing) existing.push(...stored);
+    else this.#collections.set(key, stored);
+    return structuredClone(stored);
+  }
+
+  async close(): Promise<void> {}
+}
+
+const keyOf = (ref: CollectionRef): string => `${ref.database}/${ref.collection}`;
+
+/** Like MongoDB, every stored row has an `_id`; a 24-hex-digit string stands in for an ObjectId. */
+function withId(row: Row): Row {
+  return { _id: randomBytes(12).toString('hex'), ...structuredClone(row) };
+}
+
+function matches(row: Row, filter: Filter): boolean {
+  for (const [field, condition] of Object.entries(filter)) {
+    if (field === '$and') {
+      if (!Array.isArray(condition)) throw new GatewayError('BAD_REQUEST', '$and must be an array of filters');
+      if (!condition.every((part: Filter) => matches(row, part))) return false;
+    } else if (field.startsWith('$')) {
+      throw new GatewayError('BAD_REQUEST', `operator ${field} is not supported (equality, $eq, $in, $and are)`);
+    } else if (!fieldMatches(row[field], condition)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** MongoDB equality: a value matches an equal value, or an array field containing it. */
+function equals(value: unknown, wanted: unknown): boolean {
+  if (isDeepStrictEqual(value, wanted)) return true;
+  if (wanted === null && value === undefined) return true;
+  return Array.isArray(value) && value.some((item) => isDeepStrictEqual(item, wanted));
+}
+
+function fieldMatches(value: unknown, condition: unknown): boolean {
+  if (typeof condition !== 'object' || condition === null || Array.isArray(condition)) return equals(value, condition);
+  const operators = Object.keys(condition);
+  if (!operators.some((key) => key.startsWith('$'))) return equals(value, condition);
+  return Object.entries(condition).every(([operator, operand]) => {
+    if (operator === '$eq') return equals(value, operand);
+    if (operator === '$in') {
+      if (!Array.isArray(operand)) throw new GatewayError('BAD_REQUEST', '$in needs an array');
+      return operand.some((wanted) => equals(value, wanted));
+    }
+    throw new GatewayError('BAD_REQUEST', `operator ${operator} is not supported (equality, $eq, $in, $and are)`);
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * The gateway's one error type. Every refusal the node makes, on the wire or over HTTP, is a GatewayError
+ * carrying a catalogue code (protocol's ErrorCode), so clients and metrics see the same names.
+ */
+import { ErrorCode, type WireError } from '@herald/protocol';
+
+const HTTP_STATUS: Record<ErrorCode, number> = {
+  TOKEN_MISSING: 401,
+  TOKEN_INVALID: 401,
+  TOKEN_EXPIRED: 401,
+  PERSON_TOKEN_REQUIRED: 401,
+  BAD_CREDENTIALS: 401,
+  MALFORMED_JSON: 400,
+  BAD_FRAME: 400,
+  UNKNOWN_OBJ_TYPE: 400,
+  UNKNOWN_EVENT_TYPE: 400,
+  UNKNOWN_EVENT: 404,
+  UNKNOWN_EVENT_ID: 404,
+  EVENT_FORBIDDEN: 403,
+  CRITERIA_NOT_SCALAR: 400,
+  CRITERIA_NOT_YOURS: 403,
+  TOO_MANY_SUBSCRIPTIONS: 429,
+  BAD_REQUEST: 400,
+  NOT_FOUND: 404,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'GatewayError';
+    this.code = code;
+    this.statusCode = HTTP_STATUS[code];
+  }
+
+  toWire(): WireError {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** A configuration problem found at start-up: names the field, and the node refuses to start. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,39 @@
+/** The system API's envelope, and one error handler that turns every failure into it. */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ErrorCode, type Envelope, type WireError } from '@herald/protocol';
+import { GatewayError } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
+
+export function ok<T>(data: T): Envelope<T> {
+  return { success: true, statusCode: 200, data };
+}
+
+function failure(statusCode: number, errors: WireError[]): Envelope<never> {
+  return { success: false, statusCode, errors };
+}
+
+/** Fastify's own 4xx errors (bad JSON, wrong content type, body too large) keep their status and message. */
+function asGatewayError(error: FastifyError): GatewayError {
+  if (error instanceof GatewayError) return error;
+  if (error.validation) return new GatewayError('BAD_REQUEST', error.message);
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const gatewayError = new GatewayError('BAD_REQUEST', error.message);
+    return Object.assign(gatewayError, { statusCode: status });
+  }
+  return new GatewayError('INTERNAL', 'internal error');
+}
+
+export function installErrorHandling(app: FastifyInstance, metrics: Metrics): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const gatewayError = asGatewayError(error);
+    if (gatewayError.code === ErrorCode.INTERNAL) request.log.error({ err: error }, 'request failed');
+    metrics.refusals.inc({ code: gatewayError.code });
+    return reply.code(gatewayError.statusCode).send(failure(gatewayError.statusCode, [gatewayError.toWire()]));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const error = new GatewayError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);
+    metrics.refusals.inc({ code: error.code });
+    return reply.code(404).send(failure(404, [error.toWire()]));
+  });
+}

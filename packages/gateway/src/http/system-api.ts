@@ -1,0 +1,124 @@
+/** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
+import type { Broker } from '../broker/broker.ts';
+import { GatewayError } from '../errors.ts';
+import type { EventCatalogue } from '../events/catalogue.ts';
+import type { Metrics } from '../metrics.ts';
+import { ok } from './envelope.ts';
+
+export interface SystemApiOptions {
+  userPath: string;
+  authenticator: Authenticator;
+  catalogue: EventCatalogue;
+  broker: Broker;
+  metrics: Metrics;
+}
+
+const credentials = {
+  type: 'object',
+  required: ['u', 'p'],
+  properties: { u: { type: 'string', minLength: 1 }, p: { type: 'string' } },
+} as const;
+
+const tokenBody = {
+  type: 'object',
+  required: ['authTokenType'],
+  properties: {
+    authTokenType: { type: 'string', enum: ['AM', 'AM_DB', 'REFRESH'] },
+    authTokenAM: credentials,
+    authTokenAMDB: {
+      type: 'object',
+      required: ['u', 'p'],
+      properties: {
+        ...credentials.properties,
+        generator: { type: 'string' },
+        instance: { type: 'string' },
+        database: { type: 'string' },
+        collection: { type: 'string' },
+        usernameColumn: { type: 'string' },
+        passwordColumn: { type: 'string' },
+      },
+    },
+    refreshToken: { type: 'string', minLength: 1 },
+  },
+  allOf: [
+    { if: { properties: { authTokenType: { const: 'AM' } } }, then: { required: ['authTokenAM'] } },
+    { if: { properties: { authTokenType: { const: 'AM_DB' } } }, then: { required: ['authTokenAMDB'] } },
+    { if: { properties: { authTokenType: { const: 'REFRESH' } } }, then: { required: ['refreshToken'] } },
+  ],
+} as const;
+
+const emitBody = {
+  type: 'object',
+  required: ['name', 'eventData'],
+  properties: {
+    name: { type: 'string', minLength: 1 },
+    eventData: { type: 'object' },
+  },
+} as const;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiUser: ApiUser | null;
+  }
+}
+
+interface TokenBody {
+  authTokenType: 'AM' | 'AM_DB' | 'REFRESH';
+  authTokenAM?: { u: string; p: string };
+  authTokenAMDB?: Extract<TokenRequest, { kind: 'AM_DB' }>['credentials'];
+  refreshToken?: string;
+}
+
+interface EmitBody {
+  name: string;
+  eventData: Record<string, unknown>;
+}
+
+/** The body was validated by the schema, so the fields its type names are there. */
+function tokenRequest(body: TokenBody): TokenRequest {
+  switch (body.authTokenType) {
+    case 'AM':
+      return { kind: 'AM', ...(body.authTokenAM as { u: string; p: string }) };
+    case 'AM_DB':
+      return { kind: 'AM_DB', credentials: body.authTokenAMDB as Extract<TokenRequest, { kind: 'AM_DB' }>['credentials'] };
+    case 'REFRESH':
+      return { kind: 'REFRESH', refreshToken: body.refreshToken as string };
+  }
+}
+
+export function systemApi(app: FastifyInstance, options: SystemApiOptions): void {
+  const { authenticator, catalogue, broker, metrics } = options;
+  const prefix = `/api/system-api/${options.userPath}`;
+
+  app.post<{ Body: TokenBody }>(`${prefix}/token`, { schema: { body: tokenBody } }, async (request) =>
+    ok(await authenticator.issue(tokenRequest(request.body))),
+  );
+
+  app.decorateRequest('apiUser', null);
+  // Authentication is a hook, so a caller without a valid token learns that before anything about its body.
+  const authenticate = async (request: FastifyRequest): Promise<void> => {
+    request.apiUser = authenticator.verifyApiUser(apiTokenOf(request));
+  };
+
+  app.post<{ Body: EmitBody }>(
+    `${prefix}/emit-event-ws`,
+    { schema: { body: emitBody }, onRequest: authenticate },
+    async (request) => {
+      const { name, eventData } = request.body;
+      catalogue.forEmit(name, request.apiUser as ApiUser);
+    metrics.emits.inc({ event: name });
+      const nodes = await broker.publish(name, eventData);
+      return ok({ name, nodes });
+    },
+  );
+}
+
+function apiTokenOf(request: FastifyRequest): string {
+  const header = request.headers['x-am-authorization'];
+  if (typeof header !== 'string' || header.length === 0) {
+    throw new GatewayError('TOKEN_MISSING', 'the x-am-authorization header (the API user token) is required');
+  }
+  return header;
+}

@@ -1,0 +1,222 @@
+/**
+ * The Hub owns this node's connections and their subscriptions, indexed by route so that an emit for one
+ * person costs a map lookup per criteria shape, and each distinct NOTIFICATION is encoded once.
+ *
+ *   event -> shape (sorted criteria fields) -> values key -> Bucket (one route) -> Subscription (one eventId)
+ *   -> sessions
+ *
+ * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
+ */
+import { EventType, encodeNotification, type OnEvent, type ValidOnEvent } from '@herald/protocol';
+import type { Broker } from '../broker/broker.ts';
+import { GatewayError } from '../errors.ts';
+import { eventIdOf, project, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
+import type { Metrics } from '../metrics.ts';
+import type { Session } from './session.ts';
+
+/** One eventId on this node: what was asked for, and every session that asked for it. */
+export interface Subscription {
+  readonly eventId: string;
+  readonly onEvent: OnEvent;
+  readonly bucket: Bucket;
+  readonly sessions: Set<Session>;
+}
+
+interface Bucket {
+  readonly route: Route;
+  readonly subscriptions: Map<string, Subscription>;
+  /** Settles once the broker knows this node holds the route. */
+  readonly registered: Promise<void>;
+}
+
+interface Shape {
+  readonly fields: readonly string[];
+  readonly buckets: Map<string, Bucket>;
+}
+
+export interface HubOptions {
+  broker: Broker;
+  metrics: Metrics;
+  maxSubscriptionsPerConnection: number;
+  maxBufferedBytes: number;
+  fanOutChunk: number;
+}
+
+const TEXT = { binary: false } as const;
+
+export class Hub {
+  readonly sessions = new Set<Session>();
+  readonly #events = new Map<string, Map<string, Shape>>();
+  readonly #options: HubOptions;
+  readonly #metrics: Metrics;
+
+  constructor(options: HubOptions) {
+    this.#options = options;
+    this.#metrics = options.metrics;
+  }
+
+  open(session: Session): void {
+    this.sessions.add(session);
+    this.#metrics.connections.inc();
+    this.#metrics.connectionsOpened.inc();
+  }
+
+  /** Let go of a session and its subscriptions. Idempotent. */
+  close(session: Session): void {
+    if (session.closed) return;
+    session.closed = true;
+    this.sessions.delete(session);
+    this.#metrics.connections.dec();
+    for (const subscription of session.subscriptions?.values() ?? []) this.#leave(session, subscription);
+    session.subscriptions = undefined;
+  }
+
+  /** Index a checked REGISTER entry; resolves once the fleet can route to it. Throws TOO_MANY_SUBSCRIPTIONS. */
+  async subscribe(session: Session, onEvent: OnEvent): Promise<ValidOnEvent> {
+    const route = routeOf(onEvent.apiName, onEvent.condition?.criteria);
+    const eventId = eventIdOf(route, onEvent);
+    const existing = session.subscriptions?.get(eventId);
+    if (existing) {
+      await existing.bucket.registered;
+      return { ...onEvent, eventId };
+    }
+    if (session.subscriptionCount >= this.#options.maxSubscriptionsPerConnection) {
+      throw new GatewayError(
+        'TOO_MANY_SUBSCRIPTIONS',
+        `a connection may hold at most ${this.#options.maxSubscriptionsPerConnection} subscriptions`,
+      );
+    }
+    const subscription = this.#join(session, route, eventId, onEvent);
+    try {
+      await subscription.bucket.registered;
+    } catch (error) {
+      this.unsubscribe(session, eventId);
+      throw new GatewayError('UNAVAILABLE', `the route could not be registered: ${(error as Error).message}`);
+    }
+    return { ...onEvent, eventId };
+  }
+
+  /** Answers whether the session held that eventId. */
+  unsubscribe(session: Session, eventId: string): boolean {
+    const subscription = session.subscriptions?.get(eventId);
+    if (!subscription) return false;
+    this.#leave(session, subscription);
+    session.subscriptions?.delete(eventId);
+    return true;
+  }
+
+  /** Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes. */
+  deliver(event: string, eventData: Record<string, unknown>): void {
+    this.#metrics.deliveriesIn.inc();
+    const shapes = this.#events.get(event);
+    if (!shapes) return;
+    const matched: Subscription[] = [];
+    for (const shape of shapes.values()) {
+      const valuesKey = valuesKeyIn(eventData, shape.fields);
+      const bucket = valuesKey === undefined ? undefined : shape.buckets.get(valuesKey);
+      if (bucket) for (const subscription of bucket.subscriptions.values()) matched.push(subscription);
+    }
+    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData));
+  }
+
+  #join(session: Session, route: Route, eventId: string, onEvent: OnEvent): Subscription {
+    const bucket = this.#bucketFor(route);
+    let subscription = bucket.subscriptions.get(eventId);
+    if (!subscription) {
+      subscription = { eventId, onEvent, bucket, sessions: new Set() };
+      bucket.subscriptions.set(eventId, subscription);
+    }
+    subscription.sessions.add(session);
+    (session.subscriptions ??= new Map()).set(eventId, subscription);
+    this.#metrics.subscriptions.inc();
+    return subscription;
+  }
+
+  #leave(session: Session, subscription: Subscription): void {
+    if (!subscription.sessions.delete(session)) return;
+    this.#metrics.subscriptions.dec();
+    if (subscription.sessions.size > 0) return;
+    const { bucket } = subscription;
+    bucket.subscriptions.delete(subscription.eventId);
+    if (bucket.subscriptions.size === 0) this.#dropBucket(bucket);
+  }
+
+  #bucketFor(route: Route): Bucket {
+    let shapes = this.#events.get(route.event);
+    if (!shapes) this.#events.set(route.event, (shapes = new Map()));
+    const shapeKey = shapeKeyOf(route.fields);
+    let shape = shapes.get(shapeKey);
+    if (!shape) shapes.set(shapeKey, (shape = { fields: route.fields, buckets: new Map() }));
+    let bucket = shape.buckets.get(route.valuesKey);
+    if (!bucket) {
+      const registered = this.#options.broker.addRoute(route);
+      registered.catch(() => {}); // awaited by subscribers; this keeps an unawaited failure from crashing the node
+      bucket = { route, subscriptions: new Map(), registered };
+      shape.buckets.set(route.valuesKey, bucket);
+      this.#metrics.routes.inc();
+    }
+    return bucket;
+  }
+
+  #dropBucket({ route }: Bucket): void {
+    const shapes = this.#events.get(route.event);
+    const shapeKey = shapeKeyOf(route.fields);
+    const shape = shapes?.get(shapeKey);
+    if (!shapes || !shape) return;
+    shape.buckets.delete(route.valuesKey);
+    if (shape.buckets.size === 0) shapes.delete(shapeKey);
+    if (shapes.size === 0) this.#events.delete(route.event);
+    this.#metrics.routes.dec();
+    this.#options.broker.removeRoute(route).catch(() => {
+      // The broker counts and repairs failed writes (a dead route costs one wasted publish at worst).
+    });
+  }
+
+  /** One write per recipient; each subscription's frame is encoded once, with its select applied once. */
+  *#writes(matched: Subscription[], eventData: Record<string, unknown>): Generator<void> {
+    let fullJson: string | undefined;
+    for (const { eventId, onEvent, sessions } of matched) {
+      let json: string | undefined;
+      if (onEvent.getEventData) {
+        json = onEvent.select ? JSON.stringify(project(eventData, onEvent.select)) : (fullJson ??= JSON.stringify(eventData));
+      }
+      const frame = encodeNotification(eventId, EventType.CUSTOM_WS_EVENTS, json);
+      for (const session of sessions) {
+        this.#write(session, frame);
+        yield;
+      }
+    }
+  }
+
+  #fanOut(writes: Generator<void>): void {
+    const chunk = this.#options.fanOutChunk;
+    let written = 0;
+    while (!writes.next().done) {
+      if (++written === chunk) {
+        setImmediate(() => this.#fanOut(writes));
+        return;
+      }
+    }
+  }
+
+  #write(session: Session, frame: Buffer): void {
+    const { socket } = session;
+    if (session.closed || socket.readyState !== socket.OPEN) {
+      this.#metrics.drops.inc({ reason: 'closing' });
+      return;
+    }
+    if (socket.bufferedAmount > this.#options.maxBufferedBytes) {
+      this.#metrics.drops.inc({ reason: 'slow_client' });
+      this.shed(session);
+      return;
+    }
+    socket.send(frame, TEXT);
+    this.#metrics.notificationsOut.inc();
+  }
+
+  /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */
+  shed(session: Session): void {
+    this.close(session);
+    session.socket.close(1013, 'slow client: unsent data passed the bound');
+  }
+}

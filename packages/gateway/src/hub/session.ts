@@ -1,0 +1,34 @@
+/** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
+import type { RawData, WebSocket } from 'ws';
+import type { ApiUser, Person } from '../auth/authenticator.ts';
+import type { Subscription } from './hub.ts';
+
+/** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
+export interface SessionHandler {
+  onFrame(session: Session, data: RawData): void;
+  onClose(session: Session, code: number): void;
+}
+
+export class Session {
+  readonly socket: WebSocket;
+  readonly apiUser: ApiUser;
+  readonly person: Person | undefined;
+  readonly handler: SessionHandler;
+  /** By eventId; created on the first REGISTER, since many connections never hold one. */
+  subscriptions: Map<string, Subscription> | undefined;
+  /** Cleared when a ping is sent, set again by the pong. */
+  alive = true;
+  /** Set once the hub has let go of this session; later closes and sends are no-ops. */
+  closed = false;
+
+  constructor(socket: WebSocket, apiUser: ApiUser, person: Person | undefined, handler: SessionHandler) {
+    this.socket = socket;
+    this.handler = handler;
+    this.apiUser = apiUser;
+    this.person = person;
+  }
+
+  get subscriptionCount(): number {
+    return this.subscriptions?.size ?? 0;
+  }
+}

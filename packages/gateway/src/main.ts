@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+/**
+ * The `herald-gateway` command: the composition root, and the only place that reads the environment.
+ *
+ *   PORT               listen port (default: the config's, 38246)
+ *   HOST               listen address (default 0.0.0.0)
+ *   HERALD_CONFIG      config file (default: packages/gateway/config/default.yaml)
+ *   HERALD_JWT_SECRET  token signing secret (HS256)
+ *   MONGODB_URL        use MongoDB for every instance instead of the in-memory data source
+ *   NODE_ENV           "production" refuses the shipped default secrets
+ *   LOG_LEVEL          pino level (default info)
+ */
+import { DEFAULT_CONFIG_FILE, loadConfigFile } from './config/load.ts';
+import { ConfigError } from './errors.ts';
+import { Gateway } from './node.ts';
+
+const env = process.env;
+
+function portFromEnv(): number | undefined {
+  if (env.PORT === undefined || env.PORT === '') return undefined;
+  const port = Number(env.PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be 0-65535, got ${env.PORT}`);
+  return port;
+}
+
+async function main(): Promise<void> {
+  const config = loadConfigFile(env.HERALD_CONFIG || DEFAULT_CONFIG_FILE, {
+    port: portFromEnv(),
+    host: env.HOST || undefined,
+    secret: env.HERALD_JWT_SECRET || undefined,
+    mongodbUrl: env.MONGODB_URL || undefined,
+    production: env.NODE_ENV === 'production',
+  });
+  const gateway = await Gateway.create(config, { logger: { level: env.LOG_LEVEL || 'info' } });
+  const port = await gateway.listen();
+  gateway.log.info(`herald gateway listening on ${config.server.host}:${port} (user path ${config.userPath})`);
+  const stop = (signal: string) => {
+    gateway.log.info(`${signal}: closing`);
+    gateway.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        gateway.log.error({ err: error }, 'close failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`herald-gateway: ${error instanceof ConfigError ? error.message : (error as Error).stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,60 @@
+/** Every instrument of a node, in one registry per node (tests run several nodes in one process). */
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'herald_process_' });
+  const registers = [registry];
+  return {
+    registry,
+    connections: new Gauge({ name: 'herald_connections', help: 'Open, authenticated WebSocket connections', registers }),
+    connectionsOpened: new Counter({
+      name: 'herald_connections_opened_total',
+      help: 'Connections that were told CONNECTED',
+      registers,
+    }),
+    closes: new Counter({
+      name: 'herald_connections_closed_total',
+      help: 'Connections closed, by close code',
+      labelNames: ['code'],
+      registers,
+    }),
+    subscriptions: new Gauge({ name: 'herald_subscriptions', help: 'Subscriptions held by local connections', registers }),
+    routes: new Gauge({ name: 'herald_routes', help: 'Distinct routes (event + criteria values) on this node', registers }),
+    emits: new Counter({
+      name: 'herald_emits_total',
+      help: 'Emits accepted over HTTP, by event',
+      labelNames: ['event'],
+      registers,
+    }),
+    deliveriesIn: new Counter({
+      name: 'herald_deliveries_in_total',
+      help: 'Emits that reached this node for local fan-out',
+      registers,
+    }),
+    notificationsOut: new Counter({
+      name: 'herald_notifications_out_total',
+      help: 'NOTIFICATION frames written to sockets',
+      registers,
+    }),
+    refusals: new Counter({
+      name: 'herald_refusals_total',
+      help: 'Requests, frames and subscriptions refused, by error code',
+      labelNames: ['code'],
+      registers,
+    }),
+    pingTimeouts: new Counter({
+      name: 'herald_ping_timeouts_total',
+      help: 'Connections closed because they did not answer a ping',
+      registers,
+    }),
+    drops: new Counter({
+      name: 'herald_notifications_dropped_total',
+      help: 'Notifications not written, by reason (slow_client, closing)',
+      labelNames: ['reason'],
+      registers,
+    }),
+  };
+}

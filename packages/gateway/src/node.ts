@@ -1,0 +1,105 @@
+/**
+ * A gateway node: builds the hub, broker, authenticator, catalogue, transport and HTTP API from a frozen
+ * config, and runs them from listen to close. Tests build several in one process, each with its own metrics.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import fastifyWebsocket from '@fastify/websocket';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { CloseCode } from '@herald/protocol';
+import type { Authenticator } from './auth/authenticator.ts';
+import { JwtAuthenticator } from './auth/jwt.ts';
+import type { Broker } from './broker/broker.ts';
+import { MemoryBus } from './broker/memory.ts';
+import type { Config } from './config/schema.ts';
+import type { DataSource } from './data/data-source.ts';
+import { openDataSources } from './data/open.ts';
+import { EventCatalogue } from './events/catalogue.ts';
+import { installErrorHandling } from './http/envelope.ts';
+import { healthRoutes } from './http/health.ts';
+import { systemApi } from './http/system-api.ts';
+import { Hub } from './hub/hub.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { WebSocketTransport } from './transport/websocket.ts';
+
+export interface GatewayDeps {
+  /** Default: an in-process broker on a bus of its own (a fleet of one). */
+  broker?: Broker;
+  /** Default: built from config.instances. */
+  dataSources?: ReadonlyMap<string, DataSource>;
+  /** Fastify's logger option: false (tests), true, or pino options. Default false. */
+  logger?: boolean | { level: string };
+}
+
+export class Gateway {
+  readonly config: Readonly<Config>;
+  readonly hub: Hub;
+  readonly metrics: Metrics;
+  readonly broker: Broker;
+  readonly authenticator: Authenticator;
+  readonly #app: FastifyInstance;
+  readonly #dataSources: ReadonlyMap<string, DataSource>;
+  #ready = false;
+
+  private constructor(config: Readonly<Config>, broker: Broker, dataSources: ReadonlyMap<string, DataSource>, logger: GatewayDeps['logger']) {
+    this.config = config;
+    this.broker = broker;
+    this.#dataSources = dataSources;
+    this.metrics = createMetrics();
+    const { websocket } = config;
+    this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
+    this.authenticator = new JwtAuthenticator({ config, dataSources });
+    const catalogue = new EventCatalogue(config.events);
+    // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
+    const logController = new LogController({ disableRequestLogging: true });
+    this.#app = Fastify({ logger: logger ?? false, logController });
+    installErrorHandling(this.#app, this.metrics);
+    const transport = new WebSocketTransport({
+      authenticator: this.authenticator,
+      catalogue,
+      hub: this.hub,
+      metrics: this.metrics,
+      pingIntervalMs: websocket.pingIntervalMs,
+    });
+    // clientTracking off: the hub already tracks sessions, a second set would cost memory per socket.
+    const wsOptions = { maxPayload: websocket.maxPayload, perMessageDeflate: false, clientTracking: false };
+    this.#app.register(fastifyWebsocket, { options: wsOptions, preClose: (done) => done() });
+    this.#app.register(async (app) => {
+      transport.route(app);
+      systemApi(app, { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics });
+      healthRoutes(app, { metrics: this.metrics, ready: () => this.#ready });
+    });
+  }
+
+  static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
+    const nodeId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    const broker = deps.broker ?? new MemoryBus().broker(nodeId);
+    const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
+    return new Gateway(config, broker, dataSources, deps.logger);
+  }
+
+  get log(): FastifyBaseLogger {
+    return this.#app.log;
+  }
+
+  /** Start the broker, then listen; answers the port (useful with port 0). */
+  async listen(): Promise<number> {
+    await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
+    await this.#app.listen({ port: this.config.server.port, host: this.config.server.host });
+    this.#ready = true;
+    const address = this.#app.server.address();
+    return typeof address === 'object' && address !== null ? address.port : this.config.server.port;
+  }
+
+  /** Stop taking clients, tell every client to go elsewhere (1001), and release everything. */
+  async close(): Promise<void> {
+    this.#ready = false;
+    for (const session of [...this.hub.sessions]) {
+      this.hub.close(session);
+      session.socket.close(CloseCode.GOING_AWAY, 'node shutting down');
+    }
+    await this.#app.close();
+    await this.broker.close();
+    await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
+  }
+}

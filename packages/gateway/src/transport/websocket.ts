@@ -1,0 +1,224 @@
+/**
+ * The WebSocket transport: owns sockets from upgrade to close. The upgrade runs through fastify's routing
+ * (@fastify/websocket), so token checks are an onRequest hook; frames are parsed here and turned into hub calls.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import {
+  CONNECTED_FRAME,
+  CloseCode,
+  ErrorCode,
+  encodeErrors,
+  encodeFrame,
+  parseClientFrame,
+  parseEventId,
+  parseOnEvent,
+  type InvalidOnEvent,
+  type ValidOnEvent,
+  type WireError,
+} from '@herald/protocol';
+import type { ApiUser, Authenticator, Person } from '../auth/authenticator.ts';
+import { GatewayError } from '../errors.ts';
+import type { EventCatalogue } from '../events/catalogue.ts';
+import type { Hub } from '../hub/hub.ts';
+import { Session, type SessionHandler } from '../hub/session.ts';
+import type { Metrics } from '../metrics.ts';
+
+type Identity = { ok: true; apiUser: ApiUser; person: Person | undefined } | { ok: false; error: GatewayError };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity: Identity | null;
+  }
+}
+
+const CLOSE_FOR: Partial<Record<ErrorCode, CloseCode>> = {
+  TOKEN_MISSING: CloseCode.TOKEN_MISSING,
+  TOKEN_EXPIRED: CloseCode.TOKEN_EXPIRED,
+};
+
+// Socket listeners are module functions that find their session on the socket: a node holds tens of
+// thousands of sockets, and closures per connection would cost memory on each.
+const kSession = Symbol('herald.session');
+type SessionSocket = WebSocket & { [kSession]?: Session };
+
+function onMessage(this: SessionSocket, data: RawData): void {
+  const session = this[kSession];
+  session?.handler.onFrame(session, data);
+}
+
+function onClose(this: SessionSocket, code: number): void {
+  const session = this[kSession];
+  session?.handler.onClose(session, code);
+}
+
+function onPong(this: SessionSocket): void {
+  const session = this[kSession];
+  if (session) session.alive = true;
+}
+
+/** Socket errors (resets, bad frames) end in a 'close' event; without a listener they would crash the node. */
+function onError(): void {}
+
+export interface TransportOptions {
+  authenticator: Authenticator;
+  catalogue: EventCatalogue;
+  hub: Hub;
+  metrics: Metrics;
+  pingIntervalMs: number;
+}
+
+export class WebSocketTransport implements SessionHandler {
+  readonly #options: TransportOptions;
+  #pingTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: TransportOptions) {
+    this.#options = options;
+  }
+
+  /** Add the WebSocket route at `/` to an app that has @fastify/websocket registered, and start pinging. */
+  route(app: FastifyInstance): void {
+    app.decorateRequest('identity', null);
+    app.route({
+      method: 'GET',
+      url: '/',
+      onRequest: async (request) => {
+        if (request.ws) request.identity = this.#identify(request);
+      },
+      handler: async () => ({ name: 'herald', websocket: 'connect with ?x-am-authorization=<API user token>' }),
+      wsHandler: (socket, request) => this.#accept(socket, request),
+    });
+    this.#pingTimer = setInterval(() => this.#pingAll(), this.#options.pingIntervalMs);
+    this.#pingTimer.unref();
+    app.addHook('onClose', async () => clearInterval(this.#pingTimer));
+  }
+
+  onFrame(session: Session, data: RawData): void {
+    const parsed = parseClientFrame(data.toString());
+    if (!parsed.ok) return this.#reply(session, encodeErrors('ERROR', parsed.errors), parsed.errors);
+    const { objType, onEvents } = parsed.value;
+    if (objType === 'UNREGISTER') return this.#unregister(session, onEvents);
+    this.#register(session, onEvents).catch((error: unknown) => {
+      const errors = [{ code: ErrorCode.INTERNAL, message: (error as Error).message }];
+      this.#reply(session, encodeErrors('ERROR', errors), errors);
+    });
+  }
+
+  onClose(session: Session, code: number): void {
+    this.#options.metrics.closes.inc({ code: String(code) });
+    this.#options.hub.close(session);
+  }
+
+  #identify(request: FastifyRequest): Identity {
+    const query = request.query as Record<string, unknown>;
+    const apiToken = query['x-am-authorization'];
+    const personToken = query['x-am-user-authorization'];
+    const { authenticator } = this.#options;
+    try {
+      if (typeof apiToken !== 'string' || apiToken.length === 0) {
+        throw new GatewayError('TOKEN_MISSING', 'x-am-authorization (the API user token) is required');
+      }
+      const apiUser = authenticator.verifyApiUser(apiToken);
+      const hasPerson = typeof personToken === 'string' && personToken.length > 0;
+      return { ok: true, apiUser, person: hasPerson ? authenticator.verifyPerson(personToken) : undefined };
+    } catch (error) {
+      if (error instanceof GatewayError) return { ok: false, error };
+      throw error;
+    }
+  }
+
+  #accept(socket: SessionSocket, request: FastifyRequest): void {
+    const { hub, metrics } = this.#options;
+    socket.on('error', onError);
+    const identity = request.identity;
+    if (!identity?.ok) {
+      const error = identity?.error ?? new GatewayError('INTERNAL', 'the handshake was not authenticated');
+      const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
+      metrics.refusals.inc({ code: error.code });
+      metrics.closes.inc({ code: String(code) });
+      socket.send(encodeErrors('TOKEN_VALIDATION', [error.toWire()]));
+      socket.close(code, error.code);
+      return;
+    }
+    const session = new Session(socket, identity.apiUser, identity.person, this);
+    socket[kSession] = session;
+    socket.on('message', onMessage);
+    socket.on('close', onClose);
+    socket.on('pong', onPong);
+    hub.open(session);
+    socket.send(CONNECTED_FRAME);
+  }
+
+  #reply(session: Session, frame: string, errors: readonly WireError[]): void {
+    for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
+    if (!session.closed) session.socket.send(frame);
+  }
+
+  async #register(session: Session, entries: unknown[]): Promise<void> {
+    const outcomes = await Promise.all(entries.map((entry) => this.#registerOne(session, entry)));
+    const validOnEvents: ValidOnEvent[] = [];
+    const invalidOnEvents: InvalidOnEvent[] = [];
+    for (const outcome of outcomes) {
+      if ('errors' in outcome) invalidOnEvents.push(outcome);
+      else validOnEvents.push(outcome);
+    }
+    const frame = encodeFrame({ type: 'REGISTER', response: { validOnEvents, invalidOnEvents } });
+    this.#reply(session, frame, invalidOnEvents.flatMap((entry) => entry.errors));
+  }
+
+  async #registerOne(session: Session, entry: unknown): Promise<ValidOnEvent | InvalidOnEvent> {
+    const parsed = parseOnEvent(entry);
+    if (!parsed.ok) return invalid(entry, parsed.errors);
+    const onEvent = parsed.value;
+    try {
+      this.#options.catalogue.checkRegistration(
+        onEvent.apiName,
+        session.apiUser,
+        session.person,
+        onEvent.condition?.criteria,
+      );
+      return await this.#options.hub.subscribe(session, onEvent);
+    } catch (error) {
+      if (error instanceof GatewayError) return invalid(entry, [error.toWire()]);
+      throw error;
+    }
+  }
+
+  #unregister(session: Session, entries: unknown[]): void {
+    const validOnEvents: { eventId: string }[] = [];
+    const invalidOnEvents: InvalidOnEvent[] = [];
+    for (const entry of entries) {
+      const parsed = parseEventId(entry);
+      if (!parsed.ok) invalidOnEvents.push(invalid(entry, parsed.errors));
+      else if (this.#options.hub.unsubscribe(session, parsed.value)) validOnEvents.push({ eventId: parsed.value });
+      else {
+        const message = `this connection holds no subscription ${parsed.value}`;
+        invalidOnEvents.push(invalid(entry, [{ code: ErrorCode.UNKNOWN_EVENT_ID, message }]));
+      }
+    }
+    const frame = encodeFrame({ type: 'UNREGISTER', response: { validOnEvents, invalidOnEvents } });
+    this.#reply(session, frame, invalidOnEvents.flatMap((entry) => entry.errors));
+  }
+
+  /** Ping every client; one that has not answered the previous ping is closed. */
+  #pingAll(): void {
+    const { hub, metrics } = this.#options;
+    for (const session of hub.sessions) {
+      if (session.alive) {
+        session.alive = false;
+        session.socket.ping();
+        continue;
+      }
+      metrics.pingTimeouts.inc();
+      hub.close(session);
+      // The close frame is a courtesy to a peer that is only slow; terminate frees the socket now.
+      session.socket.close(CloseCode.PING_TIMEOUT, 'no pong to the last ping');
+      session.socket.terminate();
+    }
+  }
+}
+
+function invalid(entry: unknown, errors: WireError[]): InvalidOnEvent {
+  const fields = typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? entry : { entry };
+  return { ...fields, errors };
+}

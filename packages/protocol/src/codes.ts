@@ -1,0 +1,62 @@
+/**
+ * One catalogue of what can go wrong, shared by the gateway and its clients.
+ *
+ * Close codes follow centrifuge's idea: the range tells a client what to do without knowing every code.
+ * - 1000-2999: standard WebSocket codes (1001 going away, 1009 too big, 1013 try again later): reconnect.
+ * - 4000-4499: ours, reconnect with backoff (a transient condition; a refreshed token may fix it).
+ * - 4500-4999: ours, final: reconnecting with the same input would fail again, so do not.
+ */
+export const CloseCode = {
+  /** The node is draining (deploy, SIGTERM): reconnect elsewhere. */
+  GOING_AWAY: 1001,
+  /** A frame was larger than the node's maxPayload. */
+  MESSAGE_TOO_BIG: 1009,
+  /** The node is shedding this client (its unsent data passed the bound): reconnect later. */
+  TRY_AGAIN_LATER: 1013,
+  /** The token expired: refresh it, then reconnect. */
+  TOKEN_EXPIRED: 4001,
+  /** The client did not answer pings in time. */
+  PING_TIMEOUT: 4002,
+  /** No API user token was given. */
+  TOKEN_MISSING: 4501,
+  /** A token was malformed, badly signed, or of the wrong kind. */
+  TOKEN_INVALID: 4502,
+} as const;
+export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
+
+/** Whether a client should reconnect after a close with this code. */
+export function shouldReconnect(code: number): boolean {
+  return !(code >= 4500 && code <= 4999);
+}
+
+/**
+ * Error codes in JSON errors: in TOKEN_VALIDATION and ERROR frames, in invalidOnEvents entries,
+ * and in HTTP error bodies. Each has one fixed meaning; the message beside it in a reply adds detail.
+ */
+export const ErrorCode = {
+  TOKEN_MISSING: 'TOKEN_MISSING',
+  TOKEN_INVALID: 'TOKEN_INVALID',
+  TOKEN_EXPIRED: 'TOKEN_EXPIRED',
+  PERSON_TOKEN_REQUIRED: 'PERSON_TOKEN_REQUIRED',
+  BAD_CREDENTIALS: 'BAD_CREDENTIALS',
+  MALFORMED_JSON: 'MALFORMED_JSON',
+  BAD_FRAME: 'BAD_FRAME',
+  UNKNOWN_OBJ_TYPE: 'UNKNOWN_OBJ_TYPE',
+  UNKNOWN_EVENT_TYPE: 'UNKNOWN_EVENT_TYPE',
+  UNKNOWN_EVENT: 'UNKNOWN_EVENT',
+  UNKNOWN_EVENT_ID: 'UNKNOWN_EVENT_ID',
+  EVENT_FORBIDDEN: 'EVENT_FORBIDDEN',
+  CRITERIA_NOT_SCALAR: 'CRITERIA_NOT_SCALAR',
+  CRITERIA_NOT_YOURS: 'CRITERIA_NOT_YOURS',
+  TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
+  BAD_REQUEST: 'BAD_REQUEST',
+  NOT_FOUND: 'NOT_FOUND',
+  UNAVAILABLE: 'UNAVAILABLE',
+  INTERNAL: 'INTERNAL',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}

@@ -1,0 +1,24 @@
+/** Encoders for server frames. The NOTIFICATION encoder is on the hot path: it serialises eventData once. */
+import type { WireError } from './codes.ts';
+import type { EventType, ServerFrame } from './messages.ts';
+
+export function encodeFrame(frame: ServerFrame): string {
+  return JSON.stringify(frame);
+}
+
+export const CONNECTED_FRAME = encodeFrame({ type: 'CONNECTED', response: { connected: true } });
+
+export function encodeErrors(type: 'TOKEN_VALIDATION' | 'ERROR', errors: WireError[]): string {
+  return encodeFrame({ type, errors });
+}
+
+/**
+ * A NOTIFICATION as bytes, for every recipient that registered the same subscription (same eventId).
+ * `eventDataJson` is already serialised (undefined when the subscriber asked for getEventData:false).
+ */
+export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined): Buffer {
+  const data = eventDataJson === undefined ? '' : `,"eventData":${eventDataJson}`;
+  return Buffer.from(
+    `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${data}}}`,
+  );
+}

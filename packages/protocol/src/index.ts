@@ -1,0 +1,4 @@
+export * from './codes.ts';
+export * from './messages.ts';
+export * from './parse.ts';
+export * from './encode.ts';

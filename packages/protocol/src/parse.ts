@@ -1,0 +1,99 @@
+/** Parse and structurally validate client frames. Semantic checks (does the event exist?) belong to the gateway. */
+import { ErrorCode, type WireError } from './codes.ts';
+import { EventType, type Criteria, type OnEvent } from './messages.ts';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: WireError[] };
+
+/** A frame whose objType is known and whose onEvents is an array; entries are checked one by one later. */
+export interface RawClientFrame {
+  objType: 'REGISTER' | 'UNREGISTER';
+  onEvents: unknown[];
+}
+
+const fail = (code: ErrorCode, message: string): { ok: false; errors: WireError[] } => ({
+  ok: false,
+  errors: [{ code, message }],
+});
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export function parseClientFrame(text: string): Parsed<RawClientFrame> {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return fail(ErrorCode.MALFORMED_JSON, 'the frame is not valid JSON');
+  }
+  if (!isRecord(frame)) return fail(ErrorCode.BAD_FRAME, 'the frame must be a JSON object');
+  const { objType, onEvents } = frame;
+  if (objType !== 'REGISTER' && objType !== 'UNREGISTER') {
+    return fail(ErrorCode.UNKNOWN_OBJ_TYPE, `objType must be REGISTER or UNREGISTER, got ${JSON.stringify(objType)}`);
+  }
+  if (!Array.isArray(onEvents)) return fail(ErrorCode.BAD_FRAME, 'onEvents must be an array');
+  return { ok: true, value: { objType, onEvents } };
+}
+
+function parseCriteria(condition: unknown): Parsed<Criteria | undefined> {
+  if (condition === undefined || condition === null) return { ok: true, value: undefined };
+  if (!isRecord(condition)) return fail(ErrorCode.BAD_FRAME, 'condition must be an object');
+  if (condition.conditionType !== 'RESPONSE') {
+    return fail(ErrorCode.BAD_FRAME, 'condition.conditionType must be RESPONSE');
+  }
+  const { criteria } = condition;
+  if (criteria === undefined) return { ok: true, value: undefined };
+  if (!isRecord(criteria)) return fail(ErrorCode.BAD_FRAME, 'condition.criteria must be an object');
+  for (const [field, value] of Object.entries(criteria)) {
+    // "," and "|" separate fields and parts of route keys, so they cannot be part of a field name.
+    if (field.length === 0 || /[,|]/.test(field)) {
+      return fail(ErrorCode.BAD_FRAME, `criteria field ${JSON.stringify(field)} must be non-empty without "," or "|"`);
+    }
+    const kind = typeof value;
+    if (kind !== 'string' && kind !== 'number' && kind !== 'boolean') {
+      return fail(ErrorCode.CRITERIA_NOT_SCALAR, `criteria.${field} must be a string, number or boolean`);
+    }
+  }
+  return { ok: true, value: criteria as Criteria };
+}
+
+function parseSelect(select: unknown): Parsed<string[] | undefined> {
+  if (select === undefined) return { ok: true, value: undefined };
+  const fields = typeof select === 'string' ? select.split(',').map((field) => field.trim()) : select;
+  if (!Array.isArray(fields) || !fields.every((field) => typeof field === 'string' && field.length > 0)) {
+    return fail(ErrorCode.BAD_FRAME, 'select must be an array of field names or a comma-separated string');
+  }
+  return { ok: true, value: fields as string[] };
+}
+
+/** One REGISTER entry: shape only. `select` may be an array or "a,b" as API Maker accepts both. */
+export function parseOnEvent(entry: unknown): Parsed<OnEvent> {
+  if (!isRecord(entry)) return fail(ErrorCode.BAD_FRAME, 'each onEvents entry must be an object');
+  if (entry.eventType !== EventType.CUSTOM_WS_EVENTS) {
+    return fail(ErrorCode.UNKNOWN_EVENT_TYPE, `eventType ${JSON.stringify(entry.eventType)} is not supported`);
+  }
+  if (typeof entry.apiName !== 'string' || entry.apiName.length === 0) {
+    return fail(ErrorCode.BAD_FRAME, 'apiName must be a non-empty string');
+  }
+  if (entry.getEventData !== undefined && typeof entry.getEventData !== 'boolean') {
+    return fail(ErrorCode.BAD_FRAME, 'getEventData must be a boolean');
+  }
+  const criteria = parseCriteria(entry.condition);
+  if (!criteria.ok) return criteria;
+  const select = parseSelect(entry.select);
+  if (!select.ok) return select;
+  const onEvent: OnEvent = {
+    eventType: entry.eventType,
+    apiName: entry.apiName,
+    getEventData: entry.getEventData ?? true,
+  };
+  if (select.value) onEvent.select = select.value;
+  if (criteria.value) onEvent.condition = { conditionType: 'RESPONSE', criteria: criteria.value };
+  return { ok: true, value: onEvent };
+}
+
+export function parseEventId(entry: unknown): Parsed<string> {
+  if (!isRecord(entry) || typeof entry.eventId !== 'string' || entry.eventId.length === 0) {
+    return fail(ErrorCode.BAD_FRAME, 'each UNREGISTER entry must be {"eventId": "<id>"}');
+  }
+  return { ok: true, value: entry.eventId };
+}
