@@ -5,7 +5,7 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'herald_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'herald_' });
   const registers = [registry];
   return {
     registry,

@@ -63,7 +63,15 @@ export class Gateway {
     });
     // clientTracking off: the hub already tracks sessions, a second set would cost memory per socket.
     const wsOptions = { maxPayload: websocket.maxPayload, perMessageDeflate: false, clientTracking: false };
-    this.#app.register(fastifyWebsocket, { options: wsOptions, preClose: (done) => done() });
+    this.#app.register(fastifyWebsocket, {
+      options: wsOptions,
+      // Sockets are closed by close() with 1001, not by the plugin.
+      preClose: (done) => done(),
+      errorHandler: (error, socket) => {
+        this.#app.log.error({ err: error }, 'WebSocket handler failed');
+        socket.terminate();
+      },
+    });
     this.#app.register(async (app) => {
       transport.route(app);
       systemApi(app, { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics });

@@ -36,28 +36,41 @@ export function loadConfigFile(file: string, overrides: ConfigOverrides = {}): R
   return parseConfig(raw, dirname(file), overrides);
 }
 
-/** Validate a raw config object. `baseDir` resolves relative seed paths. */
+/** Validate a raw config object, with the overrides applied first so that they are validated too. */
 export function parseConfig(raw: unknown, baseDir: string, overrides: ConfigOverrides = {}): Readonly<Config> {
-  const result = configSchema.safeParse(raw);
+  const result = configSchema.safeParse(withOverrides(raw, overrides));
   if (!result.success) {
     const lines = result.error.issues.map((issue) => `  ${issue.path.join('.') || '(root)'}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const config = result.data;
-  applyOverrides(config, overrides);
   resolveSeeds(config, baseDir);
   checkReferences(config);
   if (overrides.production) refuseShippedSecrets(config);
   return deepFreeze(config);
 }
 
-function applyOverrides(config: Config, overrides: ConfigOverrides): void {
-  if (overrides.port !== undefined) config.server.port = overrides.port;
-  if (overrides.host !== undefined) config.server.host = overrides.host;
-  if (overrides.secret !== undefined) config.auth.secret = overrides.secret;
-  if (overrides.mongodbUrl !== undefined) {
-    for (const instance of Object.values(config.instances)) instance.url = overrides.mongodbUrl;
-  }
+type RawSection = Record<string, unknown>;
+const section = (value: unknown): RawSection =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as RawSection) : {};
+const defined = (entries: RawSection): RawSection =>
+  Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
+
+function withOverrides(raw: unknown, { port, host, secret, mongodbUrl }: ConfigOverrides): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const config = raw as RawSection;
+  const instances = Object.fromEntries(
+    Object.entries(section(config.instances)).map(([name, instance]) => [
+      name,
+      mongodbUrl === undefined ? instance : { ...section(instance), url: mongodbUrl },
+    ]),
+  );
+  return {
+    ...config,
+    server: { ...section(config.server), ...defined({ port, host }) },
+    auth: { ...section(config.auth), ...defined({ secret }) },
+    ...(config.instances === undefined ? {} : { instances }),
+  };
 }
 
 function resolveSeeds(config: Config, baseDir: string): void {
@@ -71,6 +84,17 @@ function resolveSeeds(config: Config, baseDir: string): void {
 }
 
 function checkReferences(config: Config): void {
+  const selected = new Set(Object.values(config.tokenGenerators).flatMap((generator) => generator.select));
+  for (const [name, { bind }] of Object.entries(config.events)) {
+    for (const [field, column] of Object.entries(bind)) {
+      if (!selected.has(column)) {
+        throw new ConfigError(
+          `invalid configuration:\n  events.${name}.bind.${field}: column ${column} is in no token generator's select, ` +
+            'so no person token could carry it',
+        );
+      }
+    }
+  }
   for (const [name, generator] of Object.entries(config.tokenGenerators)) {
     const collections = config.instances[generator.instance]?.databases[generator.database]?.collections;
     if (!collections?.[generator.collection]) {

@@ -32,7 +32,7 @@ const websocket = z
 
 const auth = z
   .object({
-    /** HS256 secret. Default: a development secret that the node refuses when NODE_ENV=production. */
+    /** HS256 secret, at least 16 characters. No default: config/default.yaml ships a development one. */
     secret: z.string().min(16).optional(),
     /** ES256 key pair (PEM); when given, it is used instead of `secret`. */
     privateKey: z.string().optional(),
@@ -43,8 +43,13 @@ const auth = z
     refreshTtlSeconds: z.number().int().min(1).default(7 * 24 * 3600),
   })
   .strict()
-  .refine((a) => a.secret !== undefined || (a.privateKey !== undefined && a.publicKey !== undefined), {
+  .refine((a) => (a.privateKey === undefined) === (a.publicKey === undefined), {
+    message: 'privateKey and publicKey go together',
+    path: ['publicKey'],
+  })
+  .refine((a) => a.secret !== undefined || a.privateKey !== undefined, {
     message: 'set either secret, or both privateKey and publicKey',
+    path: ['secret'],
   });
 
 const apiUser = z
@@ -90,7 +95,7 @@ const event = z
      * Criteria fields bound to the person: `{ recipientId: customer_id }` means a person may only register
      * criteria whose recipientId equals the customer_id in their token. Bound fields are required.
      */
-    bind: z.record(z.string().min(1), z.string().min(1)).default({}),
+    bind: z.record(z.string().regex(/^[^,|]+$/, 'a criteria field, without "," or "|"'), z.string().min(1)).default({}),
   })
   .strict();
 

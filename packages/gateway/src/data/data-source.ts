@@ -18,6 +18,7 @@ export interface CollectionRef {
 
 export interface FindQuery extends CollectionRef {
   find?: Filter;
+  /** At most this many rows; 0 or absent means no limit (as in MongoDB). */
   limit?: number;
 }
 

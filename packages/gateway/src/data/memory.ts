@@ -15,7 +15,8 @@ export class MemoryDataSource implements DataSource {
   async getAll(query: FindQuery): Promise<Row[]> {
     const rows = this.#collections.get(keyOf(query)) ?? [];
     const matching = query.find ? rows.filter((row) => matches(row, query.find as Filter)) : rows;
-    return structuredClone(query.limit === undefined ? matching : matching.slice(0, query.limit));
+    // As in MongoDB, a limit of 0 means no limit.
+    return structuredClone(query.limit ? matching.slice(0, query.limit) : matching);
   }
 
   async insert(target: CollectionRef, rows: Row[]): Promise<Row[]> {

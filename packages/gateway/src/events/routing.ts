@@ -68,8 +68,8 @@ export function valuesKeyIn(eventData: Record<string, unknown>, fields: readonly
  * shares it, and one encoded NOTIFICATION serves them all. Registering the same thing twice is idempotent.
  */
 export function eventIdOf(route: Route, onEvent: OnEvent): string {
-  const select = onEvent.select ? onEvent.select.join(',') : '*';
-  const digest = createHash('sha256').update(`${route.key}\n${select}\n${onEvent.getEventData}`).digest('base64url');
+  const asked = JSON.stringify([route.key, onEvent.select ?? null, onEvent.getEventData]);
+  const digest = createHash('sha256').update(asked).digest('base64url');
   return digest.slice(0, 22);
 }
 

@@ -108,8 +108,8 @@ export function systemApi(app: FastifyInstance, options: SystemApiOptions): void
     async (request) => {
       const { name, eventData } = request.body;
       catalogue.forEmit(name, request.apiUser as ApiUser);
-    metrics.emits.inc({ event: name });
       const nodes = await broker.publish(name, eventData);
+      metrics.emits.inc({ event: name });
       return ok({ name, nodes });
     },
   );

@@ -16,6 +16,8 @@ export class Session {
   readonly handler: SessionHandler;
   /** By eventId; created on the first REGISTER, since many connections never hold one. */
   subscriptions: Map<string, Subscription> | undefined;
+  /** The last reply in flight: replies are written in the order of the frames they answer. */
+  replying: Promise<void> | undefined;
   /** Cleared when a ping is sent, set again by the pong. */
   alive = true;
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */

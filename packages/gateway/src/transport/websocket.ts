@@ -57,7 +57,7 @@ function onPong(this: SessionSocket): void {
   if (session) session.alive = true;
 }
 
-/** Socket errors (resets, bad frames) end in a 'close' event; without a listener they would crash the node. */
+/** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
 function onError(): void {}
 
 export interface TransportOptions {
@@ -95,12 +95,19 @@ export class WebSocketTransport implements SessionHandler {
 
   onFrame(session: Session, data: RawData): void {
     const parsed = parseClientFrame(data.toString());
-    if (!parsed.ok) return this.#reply(session, encodeErrors('ERROR', parsed.errors), parsed.errors);
-    const { objType, onEvents } = parsed.value;
-    if (objType === 'UNREGISTER') return this.#unregister(session, onEvents);
-    this.#register(session, onEvents).catch((error: unknown) => {
+    const answer = async (): Promise<void> => {
+      if (!parsed.ok) return this.#reply(session, encodeErrors('ERROR', parsed.errors), parsed.errors);
+      const { objType, onEvents } = parsed.value;
+      if (objType === 'UNREGISTER') return this.#unregister(session, onEvents);
+      return this.#register(session, onEvents);
+    };
+    const reply = (session.replying ?? Promise.resolve()).then(answer).catch((error: unknown) => {
       const errors = [{ code: ErrorCode.INTERNAL, message: (error as Error).message }];
       this.#reply(session, encodeErrors('ERROR', errors), errors);
+    });
+    session.replying = reply;
+    void reply.then(() => {
+      if (session.replying === reply) session.replying = undefined;
     });
   }
 
@@ -115,6 +122,9 @@ export class WebSocketTransport implements SessionHandler {
     const personToken = query['x-am-user-authorization'];
     const { authenticator } = this.#options;
     try {
+      if (Array.isArray(apiToken) || Array.isArray(personToken)) {
+        throw new GatewayError('TOKEN_INVALID', 'each token may be given once');
+      }
       if (typeof apiToken !== 'string' || apiToken.length === 0) {
         throw new GatewayError('TOKEN_MISSING', 'x-am-authorization (the API user token) is required');
       }
@@ -129,6 +139,9 @@ export class WebSocketTransport implements SessionHandler {
 
   #accept(socket: SessionSocket, request: FastifyRequest): void {
     const { hub, metrics } = this.#options;
+    // @fastify/websocket's own error listener closes over the request and reply, which would keep them alive
+    // as long as the socket; ours holds nothing. Errors (resets, 1009) still end in a counted 'close'.
+    socket.removeAllListeners('error');
     socket.on('error', onError);
     const identity = request.identity;
     if (!identity?.ok) {

@@ -1,0 +1,39 @@
+# Herald: `make run` starts one node with embedded defaults; `make test` runs every test.
+# Both install what is missing first: Node.js 24, pnpm, the workspace's packages (and redis-server for tests).
+SHELL := /bin/bash
+NODE_MAJOR := 24
+PNPM_VERSION := 12.4.2
+
+.PHONY: run test deps node pnpm packages redis typecheck unit
+
+run: deps
+	node packages/gateway/src/main.ts
+
+test: deps redis typecheck unit
+
+typecheck:
+	pnpm run typecheck
+
+unit:
+	pnpm run test
+
+deps: node pnpm packages
+
+# The machine may ship an older Node; the `node` package from npm brings 24 (isolated-vm 7 needs it).
+node:
+	@node -e 'process.exit(+process.versions.node.split(".")[0] >= $(NODE_MAJOR) ? 0 : 1)' 2>/dev/null \
+	  || { echo "installing Node.js $(NODE_MAJOR)"; npm i -g --force node@$(NODE_MAJOR); }
+	@node --version
+
+# After Node 24 arrives npm's global prefix moves, so pnpm goes to /usr explicitly.
+pnpm:
+	@[ "$$(pnpm --version 2>/dev/null)" = "$(PNPM_VERSION)" ] \
+	  || { echo "installing pnpm $(PNPM_VERSION)"; npm i -g --prefix /usr pnpm@$(PNPM_VERSION); }
+
+packages:
+	pnpm install --frozen-lockfile
+
+# Tests start their own redis-server processes on free ports; they only need the binaries.
+redis:
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null \
+	  || { apt-get update -qq && apt-get install -y -qq redis-server redis-tools; }

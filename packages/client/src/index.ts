@@ -1,0 +1,1 @@
+export { HeraldClient, HeraldError, type ConnectOptions, type Notification, type OnEventInput } from './client.ts';

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
+import { DEFAULT_CONFIG_FILE, loadConfigFile, type ConfigOverrides } from '../src/config/load.ts';
+import { ConfigError } from '../src/errors.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'herald-config-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The shipped default as a plain object, to derive variants from. */
+const shipped = (): Record<string, any> => parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8'));
+
+let written = 0;
+/** Write `raw` as a new YAML file in the temp dir and answer its path. */
+function writeConfig(raw: unknown): string {
+  const file = join(dir, `config-${++written}.yaml`);
+  writeFileSync(file, stringify(raw));
+  return file;
+}
+
+/** Loading `raw` fails with a ConfigError whose message names every fragment. */
+function refuses(raw: unknown, fragments: string[], overrides: ConfigOverrides = {}): void {
+  assert.throws(
+    () => loadConfigFile(writeConfig(raw), overrides),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+      for (const fragment of fragments) assert.ok(error.message.includes(fragment), `${error.message}\nlacks ${fragment}`);
+      return true;
+    },
+  );
+}
+
+function isDeepFrozen(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeepFrozen);
+}
+
+describe('config', () => {
+  it('loads the shipped default, deeply frozen, its seed resolved next to the package', () => {
+    const config = loadConfigFile(DEFAULT_CONFIG_FILE);
+    assert.equal(config.userPath, 'bench');
+    assert.equal(config.server.port, 38246);
+    assert.equal(config.websocket.maxPayload, 65536);
+    assert.deepEqual(config.apiUsers.bench?.groups, ['bench']);
+    assert.deepEqual(config.tokenGenerators.customers?.select, ['customer_id', 'country']);
+    assert.ok(isDeepFrozen(config));
+    assert.throws(() => {
+      (config.server as { port: number }).port = 1;
+    }, TypeError);
+    const seed = config.instances.mongodb?.databases.am_bench?.collections.customers?.seed;
+    assert.ok(seed !== undefined && existsSync(seed), `seed ${seed} should exist`);
+  });
+
+  it('fills defaults for omitted sections', () => {
+    const { server, websocket, instances, tokenGenerators, ...raw } = shipped();
+    // Without generators no person token exists, so nothing may bind to one.
+    raw.events = { announcements: raw.events.announcements };
+    const config = loadConfigFile(writeConfig(raw));
+    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0' });
+    assert.equal(config.websocket.maxSubscriptionsPerConnection, 100);
+    assert.deepEqual(config.instances, {});
+    assert.deepEqual(config.tokenGenerators, {});
+  });
+
+  it('refuses a bind to a column that no token generator selects', () => {
+    const raw = shipped();
+    raw.events['order-updates'].bind = { recipientId: 'phone' };
+    refuses(raw, ['events.order-updates.bind.recipientId']);
+  });
+
+  it('names the path of a bad field', () => {
+    const raw = shipped();
+    raw.websocket.maxPayload = 'abc';
+    refuses(raw, ['websocket.maxPayload']);
+    const outOfRange = shipped();
+    outOfRange.server.port = 70000;
+    refuses(outOfRange, ['server.port']);
+  });
+
+  it('refuses unknown keys, naming them', () => {
+    const raw = shipped();
+    raw.colour = 'blue';
+    raw.websocket.frameLimit = 10;
+    refuses(raw, ['colour', 'frameLimit']);
+  });
+
+  it('refuses auth without a secret or a key pair', () => {
+    const raw = shipped();
+    raw.auth = { privateKey: 'only half of a pair' };
+    refuses(raw, ['auth']);
+  });
+
+  it('refuses a token generator naming an undeclared collection', () => {
+    const raw = shipped();
+    raw.tokenGenerators.customers.collection = 'clients';
+    refuses(raw, ['tokenGenerators.customers', 'mongodb/am_bench/clients']);
+  });
+
+  it('refuses invalid YAML and a missing file', () => {
+    const file = join(dir, 'broken.yaml');
+    writeFileSync(file, 'userPath: [unclosed');
+    assert.throws(() => loadConfigFile(file), ConfigError);
+    assert.throws(() => loadConfigFile(join(dir, 'absent.yaml')), ConfigError);
+  });
+
+  it('in production, refuses the shipped secrets, naming each', () => {
+    assert.throws(
+      () => loadConfigFile(DEFAULT_CONFIG_FILE, { production: true }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message.includes('auth.secret') &&
+        error.message.includes('apiUsers.bench.password'),
+    );
+    // A new secret alone is not enough while the shipped password remains.
+    refuses(shipped(), ['apiUsers.bench.password'], { production: true, secret: 'a-production-secret-0123' });
+  });
+
+  it('in production, loads once the secret and passwords are new', () => {
+    const raw = shipped();
+    raw.apiUsers.bench.password = 'a-production-password';
+    const file = writeConfig(raw);
+    const config = loadConfigFile(file, { production: true, secret: 'a-production-secret-0123' });
+    assert.equal(config.auth.secret, 'a-production-secret-0123');
+    raw.auth.secret = 'another-production-secret';
+    assert.equal(loadConfigFile(writeConfig(raw), { production: true }).auth.secret, 'another-production-secret');
+  });
+
+  it('applies overrides over the file', () => {
+    const config = loadConfigFile(DEFAULT_CONFIG_FILE, {
+      port: 0,
+      host: '127.0.0.1',
+      secret: 'an-overriding-secret-0123',
+      mongodbUrl: 'mongodb://db.example:27017',
+    });
+    assert.equal(config.server.port, 0);
+    assert.equal(config.server.host, '127.0.0.1');
+    assert.equal(config.auth.secret, 'an-overriding-secret-0123');
+    assert.equal(config.instances.mongodb?.url, 'mongodb://db.example:27017');
+  });
+
+  it('resolves relative seed paths against the config file\'s directory', () => {
+    const raw = shipped();
+    raw.instances.mongodb.databases.am_bench.collections.customers.seed = 'data/people.json';
+    raw.instances.other = { databases: { d: { collections: { absolute: { seed: '/srv/rows.json' }, bare: {} } } } };
+    const config = loadConfigFile(writeConfig(raw));
+    const seeds = (instance: string, database: string) => config.instances[instance]?.databases[database]?.collections;
+    assert.equal(seeds('mongodb', 'am_bench')?.customers?.seed, join(dir, 'data/people.json'));
+    assert.equal(seeds('other', 'd')?.absolute?.seed, '/srv/rows.json');
+    assert.equal(seeds('other', 'd')?.bare?.seed, undefined);
+  });
+});

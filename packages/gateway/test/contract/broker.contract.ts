@@ -1,0 +1,197 @@
+/**
+ * The Broker contract, on three nodes of one fleet. Deliveries may arrive after publish settles, so tests wait
+ * for them (never a fixed sleep). To show that an emit was not delivered, a sentinel emit is published to the
+ * same node afterwards and awaited: deliveries to one node keep their order, so the earlier one had its chance.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import type { Broker, DeliveryHandler } from '../../src/broker/broker.ts';
+import { routeOf } from '../../src/events/routing.ts';
+
+export interface Fleet {
+  brokers: [Broker, Broker, Broker];
+  /** Release what the fleet holds; some of its brokers may already be closed. */
+  close(): Promise<void>;
+}
+
+interface Delivery {
+  event: string;
+  eventData: Record<string, unknown>;
+}
+
+const SENTINEL = 'contract-sentinel';
+const WAIT_MS = 2000;
+
+/** What one node received, and a way to wait for more. */
+class Inbox {
+  readonly received: Delivery[] = [];
+  readonly #waiters = new Set<() => void>();
+
+  readonly handler: DeliveryHandler = (event, eventData) => {
+    this.received.push({ event, eventData });
+    for (const waiter of this.#waiters) waiter();
+  };
+
+  of(event: string): Delivery[] {
+    return this.received.filter((delivery) => delivery.event === event);
+  }
+
+  /** Resolves once `count` deliveries of `event` have arrived; fails after WAIT_MS. */
+  until(event: string, count: number): Promise<Delivery[]> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const got = this.of(event);
+        if (got.length < count) return;
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+        resolve(got);
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        reject(new Error(`waited ${WAIT_MS} ms for ${count} ${event} deliveries, got ${this.of(event).length}`));
+      }, WAIT_MS);
+      this.#waiters.add(check);
+      check();
+    });
+  }
+}
+
+export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): void {
+  describe(`Broker contract: ${name}`, () => {
+    let fleet: Fleet;
+    let a: Broker;
+    let b: Broker;
+    let c: Broker;
+    let inboxes: Map<Broker, Inbox>;
+
+    beforeEach(async () => {
+      fleet = await makeFleet();
+      [a, b, c] = fleet.brokers;
+      inboxes = new Map(fleet.brokers.map((broker) => [broker, new Inbox()]));
+      for (const [broker, inbox] of inboxes) {
+        await broker.start(inbox.handler);
+        await broker.addRoute(routeOf(SENTINEL, { node: broker.nodeId }));
+      }
+    });
+    afterEach(async () => {
+      await fleet.close();
+    });
+
+    const inbox = (broker: Broker): Inbox => inboxes.get(broker) as Inbox;
+
+    /** Publish a sentinel to `node` and await it: whatever was published to `node` before has arrived by then. */
+    async function settle(node: Broker): Promise<void> {
+      const sent = inbox(node).of(SENTINEL).length + 1;
+      assert.equal(await node.publish(SENTINEL, { node: node.nodeId }), 1);
+      await inbox(node).until(SENTINEL, sent);
+    }
+
+    it('delivers an emit from one node to the node holding its route', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      const eventData = { recipientId: 7, status: 'shipped', lines: [{ sku: 'x', n: 2 }] };
+      assert.equal(await b.publish('orders', eventData), 1);
+      const [delivery] = await inbox(a).until('orders', 1);
+      assert.deepEqual(delivery, { event: 'orders', eventData });
+    });
+
+    it('does not deliver to nodes without the route', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 1);
+      await inbox(a).until('orders', 1);
+      await settle(b);
+      await settle(c);
+      assert.deepEqual(inbox(b).of('orders'), []);
+      assert.deepEqual(inbox(c).of('orders'), []);
+    });
+
+    it('publishes an emit whose values nobody holds to no node', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      assert.equal(await b.publish('orders', { recipientId: 99 }), 0);
+      assert.equal(await b.publish('orders', { other: 7 }), 0);
+      assert.equal(await b.publish('unrouted', { recipientId: 7 }), 0);
+      await settle(a);
+      assert.deepEqual(inbox(a).of('orders'), []);
+    });
+
+    it('publishes once to each node holding the route', async () => {
+      const route = routeOf('orders', { recipientId: 7 });
+      await a.addRoute(route);
+      await c.addRoute(route);
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 2);
+      await inbox(a).until('orders', 1);
+      await inbox(c).until('orders', 1);
+      await Promise.all([settle(a), settle(b), settle(c)]);
+      assert.equal(inbox(a).of('orders').length, 1);
+      assert.equal(inbox(c).of('orders').length, 1);
+      assert.equal(inbox(b).of('orders').length, 0);
+    });
+
+    it('a broadcast route gets every emit of its event', async () => {
+      await a.addRoute(routeOf('news', undefined));
+      assert.equal(await b.publish('news', { headline: 'one' }), 1);
+      assert.equal(await c.publish('news', {}), 1);
+      assert.equal(await a.publish('news', { recipientId: 3 }), 1);
+      const got = await inbox(a).until('news', 3);
+      assert.deepEqual(
+        got.map((delivery) => delivery.eventData),
+        [{ headline: 'one' }, {}, { recipientId: 3 }],
+      );
+      assert.equal(await b.publish('other-news', {}), 0);
+    });
+
+    it('an emit matching several routes on one node is published to it once', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      await a.addRoute(routeOf('orders', undefined));
+      await a.addRoute(routeOf('orders', { recipientId: 7, country: 'India' }));
+      assert.equal(await b.publish('orders', { recipientId: 7, country: 'India' }), 1);
+      await inbox(a).until('orders', 1);
+      await settle(a);
+      assert.equal(inbox(a).of('orders').length, 1);
+    });
+
+    it('removeRoute stops delivery to that node only', async () => {
+      const route = routeOf('orders', { recipientId: 7 });
+      await a.addRoute(route);
+      await c.addRoute(route);
+      await a.removeRoute(route);
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 1);
+      await inbox(c).until('orders', 1);
+      await c.removeRoute(route);
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 0);
+      await Promise.all([settle(a), settle(c)]);
+      assert.equal(inbox(a).of('orders').length, 0);
+      assert.equal(inbox(c).of('orders').length, 1);
+    });
+
+    it('a multi-field route matches only when every field matches', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7, country: 'India' }));
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 0);
+      assert.equal(await b.publish('orders', { recipientId: 7, country: 'Peru' }), 0);
+      assert.equal(await b.publish('orders', { recipientId: 8, country: 'India' }), 0);
+      assert.equal(await b.publish('orders', { recipientId: { nested: 7 }, country: 'India' }), 0);
+      assert.equal(await b.publish('orders', { country: 'India', recipientId: 7, extra: true }), 1);
+      const [delivery] = await inbox(a).until('orders', 1);
+      await settle(a);
+      assert.equal(inbox(a).of('orders').length, 1);
+      assert.deepEqual(delivery?.eventData, { country: 'India', recipientId: 7, extra: true });
+    });
+
+    it('matches criteria on the string form of scalars: 2 and "2" meet', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 2 }));
+      await c.addRoute(routeOf('orders', { recipientId: '3', paid: true }));
+      assert.equal(await b.publish('orders', { recipientId: '2' }), 1);
+      assert.equal(await b.publish('orders', { recipientId: 3, paid: 'true' }), 1);
+      await inbox(a).until('orders', 1);
+      await inbox(c).until('orders', 1);
+    });
+
+    it('close() forgets the node\'s routes', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      await a.addRoute(routeOf('news', undefined));
+      await a.close();
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 0);
+      assert.equal(await b.publish('news', {}), 0);
+      assert.equal(await b.publish(SENTINEL, { node: a.nodeId }), 0);
+    });
+  });
+}

@@ -1,0 +1,100 @@
+/** The bounds that protect a node from one client: unsent data, and peers that stop answering pings. */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { get } from 'node:http';
+import type { Socket } from 'node:net';
+import { after, before, test } from 'node:test';
+import { TestSocket, apiToken, emit, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
+
+let node: TestNode;
+let api: string;
+
+before(async () => {
+  node = await startNode((raw) => {
+    raw.websocket = { maxBufferedBytes: 64 * 1024 };
+  });
+  api = await apiToken(node);
+});
+after(() => node.close());
+
+test('a client that stops reading is closed with 1013 once its unsent data passes the bound, and counted', async () => {
+  const slow = await rawSubscriber(node, api, onEvent('announcements'));
+  const reader = await TestSocket.connect(node, api);
+  await reader.register(onEvent('announcements'));
+  // The raw socket no longer reads: the kernel buffers fill, then the node's send buffer grows.
+  slow.socket.pause();
+  const payload = 'x'.repeat(60 * 1024);
+  let sent = 0;
+  while ((await metric(node, 'herald_notifications_dropped_total', { reason: 'slow_client' })) === 0) {
+    assert.ok(++sent < 2000, 'the slow client was never shed');
+    await emit(node, api, 'announcements', { payload });
+    await reader.next('NOTIFICATION');
+  }
+  assert.equal(node.gateway.hub.sessions.size, 1, 'the hub let go of the slow client at once');
+  // Once it reads again, it finds the close frame: 1013 (0x03f5) and the reason, behind the data it did not read.
+  slow.socket.resume();
+  await slow.readUntil(Buffer.concat([Buffer.from([0x03, 0xf5]), Buffer.from('slow client')]));
+  slow.socket.destroy();
+  // The reader kept up and is still served.
+  await emit(node, api, 'announcements', { after: true });
+  assert.deepEqual((await reader.next('NOTIFICATION')).response.eventData, { after: true });
+  await reader.close();
+});
+
+interface RawClient {
+  socket: Socket;
+  readUntil(wanted: Buffer): Promise<void>;
+}
+
+/**
+ * A WebSocket client on a bare TCP socket, registered for `entry`: unlike a `ws` client, nothing in it resumes
+ * reading behind the test's back once it is paused.
+ */
+async function rawSubscriber(target: TestNode, token: string, entry: unknown): Promise<RawClient> {
+  const request = get(`${target.http}/?x-am-authorization=${token}`, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') },
+  });
+  const [, socket, head] = (await once(request, 'upgrade')) as [unknown, Socket, Buffer];
+  let seen = head;
+  const readUntil = async (wanted: Buffer) => {
+    while (!seen.includes(wanted)) seen = Buffer.concat([seen.subarray(-wanted.length), (await once(socket, 'data'))[0] as Buffer]);
+  };
+  await readUntil(Buffer.from('"CONNECTED"'));
+  socket.write(maskedTextFrame(JSON.stringify({ objType: 'REGISTER', onEvents: [entry] })));
+  await readUntil(Buffer.from('"validOnEvents":[{'));
+  return { socket, readUntil };
+}
+
+/** A client-to-server text frame (clients must mask), for payloads under 64 KiB. */
+function maskedTextFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const header = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
+  return Buffer.concat([header, mask, payload.map((byte, i) => byte ^ (mask[i % 4] as number))]);
+}
+
+test('a client that does not answer pings is closed; one that answers stays', async () => {
+  // A node of its own: the raw client of the test above never answers pings either.
+  const pinging = await startNode((raw) => {
+    raw.websocket = { pingIntervalMs: 150 };
+  });
+  const silent = TestSocket.open(pinging, api, undefined, { autoPong: false });
+  const lively = await TestSocket.connect(pinging, api);
+  await silent.next('CONNECTED');
+  const [pings] = await Promise.all([countPings(lively, 4), silent.closed]);
+  assert.equal(pings, 4);
+  assert.equal(lively.socket.readyState, lively.socket.OPEN);
+  assert.equal(await metric(pinging, 'herald_ping_timeouts_total'), 1);
+  await lively.close();
+  await pinging.close();
+});
+
+async function countPings(client: TestSocket, wanted: number): Promise<number> {
+  let pings = 0;
+  while (pings < wanted) {
+    await once(client.socket, 'ping');
+    pings++;
+  }
+  return pings;
+}
