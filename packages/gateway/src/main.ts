@@ -7,6 +7,9 @@
  *   HERALD_CONFIG      config file (default: packages/gateway/config/default.yaml)
  *   HERALD_JWT_SECRET  token signing secret (HS256)
  *   MONGODB_URL        use MongoDB for every instance instead of the in-memory data source
+ *   REDIS_URL          join a fleet through one redis-server (redis://host:port)
+ *   REDIS_CLUSTER_NODES  join a fleet through a Redis Cluster: masters as host:port,host:port,...
+ *   HERALD_NODE_ID     this node's id in the fleet (default <hostname>-<pid>-<random>)
  *   NODE_ENV           "production" refuses the shipped default secrets
  *   LOG_LEVEL          pino level (default info)
  */
@@ -29,9 +32,14 @@ async function main(): Promise<void> {
     host: env.HOST || undefined,
     secret: env.HERALD_JWT_SECRET || undefined,
     mongodbUrl: env.MONGODB_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    redisCluster: env.REDIS_CLUSTER_NODES ? env.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) : undefined,
     production: env.NODE_ENV === 'production',
   });
-  const gateway = await Gateway.create(config, { logger: { level: env.LOG_LEVEL || 'info' } });
+  const gateway = await Gateway.create(config, {
+    logger: { level: env.LOG_LEVEL || 'info' },
+    nodeId: env.HERALD_NODE_ID || undefined,
+  });
   const port = await gateway.listen();
   gateway.log.info(`herald gateway listening on ${config.server.host}:${port} (user path ${config.userPath})`);
   const stop = (signal: string) => {

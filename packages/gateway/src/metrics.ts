@@ -29,6 +29,31 @@ export function createMetrics() {
       labelNames: ['event'],
       registers,
     }),
+    emitsFailed: new Counter({
+      name: 'herald_emits_failed_total',
+      help: 'Emits that could not be published (the broker was unreachable): answered 503',
+      registers,
+    }),
+    publishes: new Counter({
+      name: 'herald_broker_publishes_total',
+      help: 'Node deliveries published by this node: one per node holding a matching route, per emit',
+      registers,
+    }),
+    resyncs: new Counter({
+      name: 'herald_broker_resyncs_total',
+      help: 'Times this node wrote all its routes to Redis again (start, Redis restarted or flushed, failed writes)',
+      registers,
+    }),
+    sweptRoutes: new Counter({
+      name: 'herald_broker_swept_routes_total',
+      help: "Routes of dead nodes this node removed from Redis",
+      registers,
+    }),
+    brokerWriteFailures: new Counter({
+      name: 'herald_broker_write_failures_total',
+      help: 'Registry writes that failed (repaired by the next resync)',
+      registers,
+    }),
     deliveriesIn: new Counter({
       name: 'herald_deliveries_in_total',
       help: 'Emits that reached this node for local fan-out',

@@ -11,6 +11,7 @@ import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator } from './auth/jwt.ts';
 import type { Broker } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
+import { RedisBroker } from './broker/redis/broker.ts';
 import type { Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
@@ -23,8 +24,10 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { WebSocketTransport } from './transport/websocket.ts';
 
 export interface GatewayDeps {
-  /** Default: an in-process broker on a bus of its own (a fleet of one). */
+  /** Default: the Redis broker when config.redis is set, else an in-process broker on a bus of its own. */
   broker?: Broker;
+  /** This node's id in the fleet. Default: <hostname>-<pid>-<random>. */
+  nodeId?: string | undefined;
   /** Default: built from config.instances. */
   dataSources?: ReadonlyMap<string, DataSource>;
   /** Fastify's logger option: false (tests), true, or pino options. Default false. */
@@ -41,18 +44,19 @@ export class Gateway {
   readonly #dataSources: ReadonlyMap<string, DataSource>;
   #ready = false;
 
-  private constructor(config: Readonly<Config>, broker: Broker, dataSources: ReadonlyMap<string, DataSource>, logger: GatewayDeps['logger']) {
+  private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps) {
     this.config = config;
-    this.broker = broker;
     this.#dataSources = dataSources;
     this.metrics = createMetrics();
+    // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
+    const logController = new LogController({ disableRequestLogging: true });
+    this.#app = Fastify({ logger: deps.logger ?? false, logController });
+    const broker = deps.broker ?? this.#brokerFor(deps.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`);
+    this.broker = broker;
     const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
     this.authenticator = new JwtAuthenticator({ config, dataSources });
     const catalogue = new EventCatalogue(config.events);
-    // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
-    const logController = new LogController({ disableRequestLogging: true });
-    this.#app = Fastify({ logger: logger ?? false, logController });
     installErrorHandling(this.#app, this.metrics);
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
@@ -75,15 +79,40 @@ export class Gateway {
     this.#app.register(async (app) => {
       transport.route(app);
       systemApi(app, { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics });
-      healthRoutes(app, { metrics: this.metrics, ready: () => this.#ready });
+      healthRoutes(app, { metrics: this.metrics, ready: () => this.#ready && this.broker.ready() });
     });
   }
 
   static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
-    const nodeId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    const broker = deps.broker ?? new MemoryBus().broker(nodeId);
     const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
-    return new Gateway(config, broker, dataSources, deps.logger);
+    return new Gateway(config, dataSources, deps);
+  }
+
+  #brokerFor(nodeId: string): Broker {
+    const { redis } = this.config;
+    if (!redis) return new MemoryBus().broker(nodeId);
+    const { metrics } = this;
+    const log = this.#app.log;
+    return new RedisBroker({
+      target: redis,
+      nodeId,
+      leaseMs: redis.leaseMs,
+      sweepIntervalMs: redis.sweepIntervalMs,
+      observer: {
+        resynced(routes) {
+          metrics.resyncs.inc();
+          log.info({ routes }, 'wrote this node\'s routes to Redis');
+        },
+        swept(deadNodeId, routes) {
+          metrics.sweptRoutes.inc(routes);
+          log.warn({ deadNodeId, routes }, 'swept the routes of a dead node');
+        },
+        writeFailed(error) {
+          metrics.brokerWriteFailures.inc();
+          log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');
+        },
+      },
+    });
   }
 
   get log(): FastifyBaseLogger {

@@ -11,17 +11,34 @@ export type DeliveryHandler = (event: string, eventData: Record<string, unknown>
 export interface Broker {
   /** This node's id in the fleet. */
   readonly nodeId: string;
+  /** Whether the broker can carry emits now (a node that cannot reports not-ready). */
+  ready(): boolean;
   /** Start receiving emits for this node. */
   start(onDelivery: DeliveryHandler): Promise<void>;
-  /** The first local subscriber on `route` appeared. */
+  /**
+   * The first local subscriber on `route` appeared. Settles once other nodes can route to it, or once the
+   * broker has taken charge of writing it when it can (Redis unreachable): it never rejects.
+   * Calls for one route take effect in call order.
+   */
   addRoute(route: Route): Promise<void>;
-  /** The last local subscriber on `route` left. */
+  /** The last local subscriber on `route` left. Never rejects. */
   removeRoute(route: Route): Promise<void>;
   /**
    * Carry an emit to every node holding a route it matches; answers how many nodes it was published to.
-   * The handler may run before or after the promise settles.
+   * The handler may run before or after the promise settles. Rejects with GatewayError UNAVAILABLE when
+   * the fleet cannot be reached.
    */
   publish(event: string, eventData: Record<string, unknown>): Promise<number>;
-  /** Stop receiving, and forget this node's routes. */
+  /** Stop receiving, and forget this node's routes (in Redis too: a drained node leaves nothing behind). */
   close(): Promise<void>;
+}
+
+/** What a broker reports about the fleet's health; the node turns it into metrics and logs. */
+export interface BrokerObserver {
+  /** This node wrote all its routes again (start, Redis restarted or flushed, or after failed writes). */
+  resynced(routes: number): void;
+  /** This node removed a dead node's routes. */
+  swept(deadNodeId: string, routes: number): void;
+  /** A registry write failed; a resync will repair it. */
+  writeFailed(error: Error): void;
 }

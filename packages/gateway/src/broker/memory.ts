@@ -77,6 +77,10 @@ class MemoryBroker implements Broker {
     this.nodeId = nodeId;
   }
 
+  ready(): boolean {
+    return true;
+  }
+
   async start(onDelivery: DeliveryHandler): Promise<void> {
     this.#bus.attach(this.nodeId, onDelivery);
   }

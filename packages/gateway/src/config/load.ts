@@ -11,6 +11,10 @@ export interface ConfigOverrides {
   host?: string | undefined;
   secret?: string | undefined;
   mongodbUrl?: string | undefined;
+  /** REDIS_URL: one redis-server. */
+  redisUrl?: string | undefined;
+  /** REDIS_CLUSTER_NODES: Redis Cluster masters as host:port. */
+  redisCluster?: string[] | undefined;
   /** NODE_ENV=production: shipped secrets are refused. */
   production?: boolean | undefined;
 }
@@ -56,7 +60,17 @@ const section = (value: unknown): RawSection =>
 const defined = (entries: RawSection): RawSection =>
   Object.fromEntries(Object.entries(entries).filter(([, value]) => value !== undefined));
 
-function withOverrides(raw: unknown, { port, host, secret, mongodbUrl }: ConfigOverrides): unknown {
+function redisWithOverrides(redis: unknown, { redisUrl, redisCluster }: ConfigOverrides): unknown {
+  if (redisUrl === undefined && redisCluster === undefined) return redis;
+  // The environment names the Redis to use: it replaces the file's choice rather than adding to it.
+  const rest = { ...section(redis) };
+  delete rest.url;
+  delete rest.cluster;
+  return { ...rest, ...defined({ url: redisUrl, cluster: redisCluster }) };
+}
+
+function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
+  const { port, host, secret, mongodbUrl } = overrides;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
   const config = raw as RawSection;
   const instances = Object.fromEntries(
@@ -70,6 +84,7 @@ function withOverrides(raw: unknown, { port, host, secret, mongodbUrl }: ConfigO
     server: { ...section(config.server), ...defined({ port, host }) },
     auth: { ...section(config.auth), ...defined({ secret }) },
     ...(config.instances === undefined ? {} : { instances }),
+    ...defined({ redis: redisWithOverrides(config.redis, overrides) }),
   };
 }
 

@@ -99,12 +99,54 @@ const event = z
   })
   .strict();
 
+const redis = z
+  .object({
+    /** One redis-server, e.g. redis://127.0.0.1:6379. REDIS_URL overrides it. */
+    url: z.string().optional(),
+    /** Redis Cluster masters as host:port. REDIS_CLUSTER_NODES (comma-separated) overrides it. */
+    cluster: z.array(z.string().regex(/^[^:]+:\d+$/, 'host:port')).optional(),
+    /** A node whose heartbeat is older than this is dead, and its routes are swept. Default 10 s. */
+    leaseMs: z.number().int().min(1000).default(10_000),
+    /** How often each node looks for dead nodes to sweep. Default 5 s. */
+    sweepIntervalMs: z.number().int().min(100).default(5000),
+  })
+  .strict()
+  .refine((r) => (r.url === undefined) !== (r.cluster === undefined), {
+    message: 'set exactly one of url and cluster',
+  });
+
+const drain = z
+  .object({
+    /** Sockets closed with 1001 per batch while draining. Default 256. */
+    batchSize: z.number().int().min(1).default(256),
+    /** Pause between batches, so that reconnects spread over the fleet. Default 100 ms. */
+    batchIntervalMs: z.number().int().min(0).default(100),
+    /** The drain gives up waiting and the process exits after this. Default 30 s. */
+    deadlineMs: z.number().int().min(100).default(30_000),
+  })
+  .strict();
+
+const admission = z
+  .object({
+    /** Clients in the handshake at once (from upgrade to their first REGISTER answered). Default 256. */
+    maxHandshakes: z.number().int().min(1).default(256),
+    /** Clients waiting for a handshake slot; past it, HTTP 503 with Retry-After. Default 4096. */
+    maxQueue: z.number().int().min(0).default(4096),
+    /** A connected client holds its slot until its first REGISTER is answered, or this long. Default 1 s. */
+    holdMs: z.number().int().min(0).default(1000),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     /** The path segment of the system API (`/api/system-api/<userPath>/...`). */
     userPath: name,
     server: server.prefault({}),
     websocket: websocket.prefault({}),
+    /** Absent: the in-process broker (a fleet of one). */
+    redis: redis.optional(),
+    drain: drain.prefault({}),
+    admission: admission.prefault({}),
     auth,
     apiUsers: z.record(name, apiUser),
     instances: z.record(name, instance).default({}),

@@ -29,6 +29,8 @@ export function installErrorHandling(app: FastifyInstance, metrics: Metrics): vo
     const gatewayError = asGatewayError(error);
     if (gatewayError.code === ErrorCode.INTERNAL) request.log.error({ err: error }, 'request failed');
     metrics.refusals.inc({ code: gatewayError.code });
+    // An unavailable fleet is temporary: tell the caller when to try again.
+    if (gatewayError.statusCode === 503) void reply.header('retry-after', '1');
     return reply.code(gatewayError.statusCode).send(failure(gatewayError.statusCode, [gatewayError.toWire()]));
   });
   app.setNotFoundHandler((request, reply) => {

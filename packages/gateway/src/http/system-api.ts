@@ -108,8 +108,12 @@ export function systemApi(app: FastifyInstance, options: SystemApiOptions): void
     async (request) => {
       const { name, eventData } = request.body;
       catalogue.forEmit(name, request.apiUser as ApiUser);
-      const nodes = await broker.publish(name, eventData);
       metrics.emits.inc({ event: name });
+      const nodes = await broker.publish(name, eventData).catch((error: unknown) => {
+        metrics.emitsFailed.inc();
+        throw error;
+      });
+      metrics.publishes.inc(nodes);
       return ok({ name, nodes });
     },
   );

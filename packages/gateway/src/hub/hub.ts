@@ -25,7 +25,7 @@ export interface Subscription {
 interface Bucket {
   readonly route: Route;
   readonly subscriptions: Map<string, Subscription>;
-  /** Settles once the broker knows this node holds the route. */
+  /** Settles once the broker knows this node holds the route (it never rejects). */
   readonly registered: Promise<void>;
 }
 
@@ -86,13 +86,7 @@ export class Hub {
         `a connection may hold at most ${this.#options.maxSubscriptionsPerConnection} subscriptions`,
       );
     }
-    const subscription = this.#join(session, route, eventId, onEvent);
-    try {
-      await subscription.bucket.registered;
-    } catch (error) {
-      this.unsubscribe(session, eventId);
-      throw new GatewayError('UNAVAILABLE', `the route could not be registered: ${(error as Error).message}`);
-    }
+    await this.#join(session, route, eventId, onEvent).bucket.registered;
     return { ...onEvent, eventId };
   }
 
@@ -149,9 +143,7 @@ export class Hub {
     if (!shape) shapes.set(shapeKey, (shape = { fields: route.fields, buckets: new Map() }));
     let bucket = shape.buckets.get(route.valuesKey);
     if (!bucket) {
-      const registered = this.#options.broker.addRoute(route);
-      registered.catch(() => {}); // awaited by subscribers; this keeps an unawaited failure from crashing the node
-      bucket = { route, subscriptions: new Map(), registered };
+      bucket = { route, subscriptions: new Map(), registered: this.#options.broker.addRoute(route) };
       shape.buckets.set(route.valuesKey, bucket);
       this.#metrics.routes.inc();
     }
@@ -167,9 +159,7 @@ export class Hub {
     if (shape.buckets.size === 0) shapes.delete(shapeKey);
     if (shapes.size === 0) this.#events.delete(route.event);
     this.#metrics.routes.dec();
-    this.#options.broker.removeRoute(route).catch(() => {
-      // The broker counts and repairs failed writes (a dead route costs one wasted publish at worst).
-    });
+    void this.#options.broker.removeRoute(route);
   }
 
   /** One write per recipient; each subscription's frame is encoded once, with its select applied once. */

@@ -1,0 +1,162 @@
+/**
+ * The Redis Broker: a registry of which node holds which route, and a sharded channel per node.
+ *
+ * A node writes when a route first appears on it or last leaves it; an emit reads the event's shapes, looks
+ * up the nodes holding the matching routes, and publishes once per such node (to itself: no round trip).
+ * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
+ */
+import { GatewayError } from '../../errors.ts';
+import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
+import type { Broker, BrokerObserver, DeliveryHandler } from '../broker.ts';
+import { connect, type Connection, type RedisTarget } from './connection.ts';
+import { keyspace, type Keyspace } from './keys.ts';
+import { Lease } from './lease.ts';
+import { ShapeIndex } from './shapes.ts';
+
+export interface RedisBrokerOptions {
+  target: RedisTarget;
+  nodeId: string;
+  leaseMs: number;
+  sweepIntervalMs: number;
+  observer: BrokerObserver;
+  keyPrefix?: string;
+}
+
+export class RedisBroker implements Broker {
+  readonly nodeId: string;
+  readonly #connection: Connection;
+  readonly #keys: Keyspace;
+  readonly #observer: BrokerObserver;
+  readonly #routes = new Map<string, Route>();
+  readonly #shapes: ShapeIndex;
+  readonly #lease: Lease;
+  #onDelivery: DeliveryHandler = () => {};
+  #closed = false;
+
+  constructor(options: RedisBrokerOptions) {
+    this.nodeId = options.nodeId;
+    this.#observer = options.observer;
+    this.#keys = keyspace(options.keyPrefix);
+    this.#connection = connect(options.target);
+    this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys);
+    this.#lease = new Lease({
+      connection: this.#connection,
+      keys: this.#keys,
+      nodeId: this.nodeId,
+      leaseMs: options.leaseMs,
+      sweepIntervalMs: options.sweepIntervalMs,
+      observer: options.observer,
+      shapes: this.#shapes,
+      resync: () => this.#resync(),
+    });
+  }
+
+  ready(): boolean {
+    return !this.#closed && this.#connection.ready() && !this.#lease.stale;
+  }
+
+  /** Resolves once Redis answers and this node's state is written (after start, or after Redis came back). */
+  async whenReady(): Promise<void> {
+    await this.#connection.whenReady();
+    await this.#lease.heartbeat();
+  }
+
+  async start(onDelivery: DeliveryHandler): Promise<void> {
+    this.#onDelivery = onDelivery;
+    await this.#connection.whenReady();
+    await this.#connection.subscribe(this.#keys.channel(this.nodeId), (message) => this.#receive(message));
+    await this.#lease.start();
+  }
+
+  async addRoute(route: Route): Promise<void> {
+    this.#routes.set(route.key, route);
+    const firstOfShape = this.#shapes.hold(route);
+    await this.#write(async (redis) => {
+      await Promise.all([
+        redis.sadd(this.#keys.nodeRoutes(this.nodeId), route.key),
+        redis.sadd(this.#keys.route(route.key), this.nodeId),
+        firstOfShape ? this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
+      ]);
+    });
+  }
+
+  async removeRoute(route: Route): Promise<void> {
+    if (!this.#routes.delete(route.key) || this.#closed) return;
+    const lastOfShape = this.#shapes.release(route);
+    await this.#write(async (redis) => {
+      await Promise.all([
+        redis.srem(this.#keys.route(route.key), this.nodeId),
+        redis.srem(this.#keys.nodeRoutes(this.nodeId), route.key),
+        lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
+      ]);
+    });
+  }
+
+  async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
+    const redis = this.#connection.commands;
+    try {
+      const shapes = await redis.smembers(this.#keys.shapes(event));
+      const lookups: Promise<string[]>[] = [];
+      for (const shapeKey of shapes) {
+        const valuesKey = valuesKeyIn(eventData, shapeKey === '' ? [] : shapeKey.split(','));
+        if (valuesKey !== undefined) lookups.push(redis.smembers(this.#keys.route(routeKeyOf(event, shapeKey, valuesKey))));
+      }
+      const nodes = new Set((await Promise.all(lookups)).flat());
+      if (nodes.size === 0) return 0;
+      const message = Buffer.from(`${event}\n${JSON.stringify(eventData)}`);
+      const sends: Promise<unknown>[] = [];
+      for (const nodeId of nodes) {
+        if (nodeId === this.nodeId) this.#onDelivery(event, eventData);
+        else sends.push(redis.spublish(this.#keys.channel(nodeId), message));
+      }
+      await Promise.all(sends);
+      return nodes.size;
+    } catch (error) {
+      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
+    }
+  }
+
+  /** Leave the fleet cleanly: this node's routes, shapes and lease are removed from Redis. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#lease.stop();
+    try {
+      await this.#lease.remove(this.nodeId, [...this.#routes.keys()]);
+    } catch (error) {
+      this.#observer.writeFailed(error as Error); // the lease will expire and another node will sweep us
+    }
+    this.#routes.clear();
+    await this.#connection.close();
+  }
+
+  #receive(message: Buffer): void {
+    const newline = message.indexOf(10);
+    if (newline < 0) return;
+    const event = message.toString('utf8', 0, newline);
+    this.#onDelivery(event, JSON.parse(message.toString('utf8', newline + 1)) as Record<string, unknown>);
+  }
+
+  /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
+  async #write(operation: (redis: Connection['commands']) => Promise<void>): Promise<void> {
+    try {
+      await operation(this.#connection.commands);
+    } catch (error) {
+      this.#lease.markStale();
+      this.#observer.writeFailed(error as Error);
+    }
+  }
+
+  /** Write this node's whole state again. Idempotent: every key is a set. */
+  async #resync(): Promise<number> {
+    const redis = this.#connection.commands;
+    const writes: Promise<unknown>[] = [];
+    for (const route of this.#routes.values()) {
+      writes.push(redis.sadd(this.#keys.nodeRoutes(this.nodeId), route.key));
+      writes.push(redis.sadd(this.#keys.route(route.key), this.nodeId));
+    }
+    writes.push(this.#shapes.publishAll(this.nodeId));
+    await Promise.all(writes);
+    return this.#routes.size;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * One Redis connection abstraction over a single redis-server or a Redis Cluster: commands, and this node's
+ * sharded channel. Commands fail at once while Redis is unreachable (no offline queue), so an emit answers
+ * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+export type Commands = Redis | Cluster;
+
+export interface RedisTarget {
+  url?: string | undefined;
+  cluster?: readonly string[] | undefined;
+}
+
+export interface Connection {
+  readonly commands: Commands;
+  /** Whether commands can be sent now. */
+  ready(): boolean;
+  /** Resolves once commands can be sent (ioredis keeps reconnecting until then). */
+  whenReady(): Promise<void>;
+  /** Receive messages on a sharded channel. */
+  subscribe(channel: string, onMessage: (message: Buffer) => void): Promise<void>;
+  /** Called each time the command connection becomes ready (first time, and after each reconnect). */
+  onReady(listener: () => void): void;
+  close(): Promise<void>;
+}
+
+const COMMON: RedisOptions = {
+  enableOfflineQueue: false,
+  enableAutoPipelining: true,
+  maxRetriesPerRequest: 1,
+  // Keep trying forever, at most once a second: the node stays up and recovers by itself.
+  retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+};
+
+function hostPort(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(':');
+  return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
+
+export function connect(target: RedisTarget): Connection {
+  if (target.cluster) {
+    const cluster = new Cluster(target.cluster.map(hostPort), {
+      shardedSubscribers: true,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+      redisOptions: { maxRetriesPerRequest: 1 },
+    });
+    // The cluster client keeps sharded subscribers of its own, one per master.
+    return connection(cluster, cluster);
+  }
+  const url = target.url ?? 'redis://127.0.0.1:6379';
+  // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
+  return connection(new Redis(url, COMMON), new Redis(url, { ...COMMON, enableOfflineQueue: true }));
+}
+
+function connection(commands: Commands, subscriber: Commands): Connection {
+  const clients = [...new Set([commands, subscriber])];
+  // Errors are reported through readiness and failed commands; unlistened, they would crash the node.
+  for (const client of clients) client.on('error', () => {});
+  return {
+    commands,
+    ready: () => commands.status === 'ready',
+    whenReady: () =>
+      commands.status === 'ready' ? Promise.resolve() : new Promise((resolve) => commands.once('ready', () => resolve())),
+    async subscribe(channel, onMessage) {
+      subscriber.on('smessageBuffer', (got: Buffer, message: Buffer) => {
+        if (got.toString() === channel) onMessage(message);
+      });
+      await subscriber.ssubscribe(channel);
+    },
+    onReady: (listener) => void commands.on('ready', listener),
+    async close() {
+      await Promise.allSettled(clients.map((client) => client.quit()));
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Node leases: each node writes a heartbeat; a node whose heartbeat is older than the lease is dead, and
+ * one survivor (holding a lock) sweeps its routes. A heartbeat that finds this node's entry gone (Redis
+ * restarted empty, FLUSHALL, or this node was swept while it stalled) makes the node write its state again.
+ */
+import type { BrokerObserver } from '../broker.ts';
+import type { Connection } from './connection.ts';
+import type { Keyspace } from './keys.ts';
+import type { ShapeIndex } from './shapes.ts';
+
+export interface LeaseOptions {
+  connection: Connection;
+  keys: Keyspace;
+  nodeId: string;
+  leaseMs: number;
+  sweepIntervalMs: number;
+  observer: BrokerObserver;
+  shapes: ShapeIndex;
+  /** Write this node's routes again; answers how many. */
+  resync: () => Promise<number>;
+}
+
+export class Lease {
+  readonly #options: LeaseOptions;
+  readonly #timers: NodeJS.Timeout[] = [];
+  #stale = true;
+  #beating: Promise<void> | undefined;
+
+  constructor(options: LeaseOptions) {
+    this.#options = options;
+  }
+
+  /** Whether this node's state in Redis may be incomplete (until the next successful heartbeat). */
+  get stale(): boolean {
+    return this.#stale;
+  }
+
+  markStale(): void {
+    this.#stale = true;
+  }
+
+  async start(): Promise<void> {
+    const { leaseMs, sweepIntervalMs, connection } = this.#options;
+    await this.heartbeat();
+    this.#every(Math.max(100, Math.floor(leaseMs / 3)), () => this.heartbeat());
+    this.#every(sweepIntervalMs, () => this.sweep());
+    // Redis came back (maybe empty): check at once rather than at the next heartbeat.
+    connection.onReady(() => void this.heartbeat());
+  }
+
+  stop(): void {
+    for (const timer of this.#timers.splice(0)) clearInterval(timer);
+  }
+
+  /** One heartbeat at a time; a failed one leaves the node stale and is retried at the next tick. */
+  heartbeat(): Promise<void> {
+    this.#beating ??= this.#beat()
+      .catch((error: unknown) => {
+        this.#stale = true;
+        this.#options.observer.writeFailed(error as Error);
+      })
+      .finally(() => {
+        this.#beating = undefined;
+      });
+    return this.#beating;
+  }
+
+  async #beat(): Promise<void> {
+    const { connection, keys, nodeId, shapes, observer } = this.#options;
+    const redis = connection.commands;
+    // XX CH answers 0 when our entry is gone: Redis lost it, or a sweeper removed us.
+    const present = (await redis.zadd(keys.nodes, 'XX', 'CH', Date.now(), nodeId)) === 1;
+    if (present && !this.#stale) {
+      await shapes.publishAll(nodeId);
+      return;
+    }
+    this.#stale = true;
+    await redis.zadd(keys.nodes, Date.now(), nodeId);
+    const routes = await this.#options.resync();
+    this.#stale = false;
+    observer.resynced(routes);
+  }
+
+  /** Find nodes whose lease expired and sweep each one that no other survivor is sweeping. */
+  async sweep(): Promise<void> {
+    const { connection, keys, nodeId, leaseMs, observer } = this.#options;
+    const redis = connection.commands;
+    try {
+      const dead = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs);
+      for (const deadId of dead) {
+        if (deadId === nodeId) continue;
+        if ((await redis.set(keys.sweepLock(deadId), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') continue;
+        // It may have come back since we looked.
+        const seen = await redis.zscore(keys.nodes, deadId);
+        if (seen !== null && Number(seen) > Date.now() - leaseMs) continue;
+        const routes = await redis.smembers(keys.nodeRoutes(deadId));
+        await this.remove(deadId, routes);
+        observer.swept(deadId, routes.length);
+      }
+    } catch (error) {
+      observer.writeFailed(error as Error);
+    }
+  }
+
+  /** Remove a node's routes, shapes and lease entry. */
+  async remove(deadId: string, routeKeys: readonly string[]): Promise<void> {
+    const { connection, keys, shapes } = this.#options;
+    const redis = connection.commands;
+    await Promise.all(routeKeys.map((routeKey) => redis.srem(keys.route(routeKey), deadId)));
+    await shapes.withdrawAll(deadId, routeKeys);
+    await redis.del(keys.nodeRoutes(deadId));
+    await redis.zrem(keys.nodes, deadId);
+  }
+
+  #every(ms: number, tick: () => Promise<void>): void {
+    const timer = setInterval(() => void tick(), ms);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+}

@@ -1,0 +1,42 @@
+/** The Broker contract on the Redis broker: against one redis-server, and against a 3-master Redis Cluster. */
+import { randomBytes } from 'node:crypto';
+import { after, before, describe } from 'node:test';
+import type { BrokerObserver } from '../../src/broker/broker.ts';
+import { RedisBroker } from '../../src/broker/redis/broker.ts';
+import type { RedisTarget } from '../../src/broker/redis/connection.ts';
+import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
+import { brokerContract } from './broker.contract.ts';
+
+const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {} };
+
+/** Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. */
+function fleetOn(target: () => RedisTarget) {
+  return async () => {
+    const keyPrefix = `t${randomBytes(4).toString('hex')}`;
+    const make = (nodeId: string) =>
+      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix });
+    const brokers = [make('node-a'), make('node-b'), make('node-c')] as const;
+    return {
+      brokers: [...brokers] as [RedisBroker, RedisBroker, RedisBroker],
+      close: async () => void (await Promise.all(brokers.map((broker) => broker.close()))),
+    };
+  };
+}
+
+describe('one redis-server', () => {
+  let redis: RedisServer;
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(() => redis.stop());
+  brokerContract('RedisBroker on one redis-server', fleetOn(() => ({ url: redis.url })));
+});
+
+describe('a 3-master Redis Cluster', () => {
+  let cluster: RedisCluster;
+  before(async () => {
+    cluster = await startRedisCluster();
+  });
+  after(() => cluster.stop());
+  brokerContract('RedisBroker on a Redis Cluster', fleetOn(() => ({ cluster: cluster.nodes })));
+});

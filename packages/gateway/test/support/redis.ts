@@ -1,0 +1,91 @@
+/** Real redis-server processes on free loopback ports: one server, or a 3-master Redis Cluster. */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** Run redis-cli with these arguments against this server. */
+  cli(...args: string[]): Promise<string>;
+  /** Stop (SIGKILL with `kill`), keeping the port for a restart. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Start again, empty, on the same port. */
+  restart(): Promise<void>;
+}
+
+async function launch(port: number, dir: string, extra: string[]): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  while (!out.includes('Ready to accept connections')) {
+    const [chunk] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit').then(() => [null])])) as [Buffer | null];
+    if (chunk === null) throw new Error(`redis-server on ${port} exited: ${out}`);
+    out += chunk;
+  }
+  child.stdout!.resume();
+  return child;
+}
+
+export async function startRedis(extra: string[] = []): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'herald-redis-'));
+  let child = await launch(port, dir, extra);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    cli: async (...args) => (await run('redis-cli', ['-p', String(port), ...args])).stdout.trim(),
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) {
+        child.kill(signal);
+        await once(child, 'exit');
+      }
+      if (signal === 'SIGTERM') rmSync(dir, { recursive: true, force: true });
+    },
+    async restart() {
+      child = await launch(port, dir, extra);
+    },
+  };
+}
+
+export interface RedisCluster {
+  /** The masters as host:port. */
+  nodes: string[];
+  servers: RedisServer[];
+  stop(): Promise<void>;
+}
+
+/** Three masters, no replicas, every slot assigned, cluster_state:ok on each. */
+export async function startRedisCluster(): Promise<RedisCluster> {
+  const servers: RedisServer[] = [];
+  for (let i = 0; i < 3; i++) {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
+    servers.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000']));
+  }
+  const nodes = servers.map((server) => `127.0.0.1:${server.port}`);
+  await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+  for (const server of servers) {
+    for (let tries = 0; !(await server.cli('cluster', 'info')).includes('cluster_state:ok'); tries++) {
+      if (tries > 100) throw new Error('the Redis Cluster did not become ok');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return { nodes, servers, stop: async () => void (await Promise.all(servers.map((server) => server.stop()))) };
+}
