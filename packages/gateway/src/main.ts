@@ -43,7 +43,11 @@ async function main(): Promise<void> {
   const port = await gateway.listen();
   gateway.log.info(`herald gateway listening on ${config.server.host}:${port} (user path ${config.userPath})`);
   const stop = (signal: string) => {
-    gateway.log.info(`${signal}: closing`);
+    gateway.log.info(`${signal}: draining`);
+    setTimeout(() => {
+      gateway.log.warn(`drain deadline (${config.drain.deadlineMs} ms) passed: exiting`);
+      process.exit(0);
+    }, config.drain.deadlineMs).unref();
     gateway.close().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -70,6 +70,34 @@ export function createMetrics() {
       labelNames: ['code'],
       registers,
     }),
+    handshakesInFlight: new Gauge({
+      name: 'herald_handshakes_in_flight',
+      help: 'Clients in the handshake (upgrade to first REGISTER answered)',
+      registers,
+    }),
+    handshakesPeak: new Gauge({
+      name: 'herald_handshakes_in_flight_peak',
+      help: 'The most clients that were in the handshake at once since the node started',
+      registers,
+    }),
+    handshakesQueued: new Gauge({
+      name: 'herald_handshakes_queued',
+      help: 'Clients waiting for a handshake slot',
+      registers,
+    }),
+    admissionRejected: new Counter({
+      name: 'herald_admission_rejected_total',
+      help: 'Clients refused with HTTP 503 because the handshake queue was full or the node was draining',
+      registers,
+    }),
+    maxRss: new Gauge({
+      name: 'herald_process_max_resident_memory_bytes',
+      help: 'The largest resident set size this process has had',
+      registers,
+      collect() {
+        this.set(process.resourceUsage().maxRSS * 1024);
+      },
+    }),
     pingTimeouts: new Counter({
       name: 'herald_ping_timeouts_total',
       help: 'Connections closed because they did not answer a ping',

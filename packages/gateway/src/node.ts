@@ -3,6 +3,7 @@
  * config, and runs them from listen to close. Tests build several in one process, each with its own metrics.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -21,6 +22,7 @@ import { healthRoutes } from './http/health.ts';
 import { systemApi } from './http/system-api.ts';
 import { Hub } from './hub/hub.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { Admission } from './transport/admission.ts';
 import { WebSocketTransport } from './transport/websocket.ts';
 
 export interface GatewayDeps {
@@ -42,6 +44,7 @@ export class Gateway {
   readonly authenticator: Authenticator;
   readonly #app: FastifyInstance;
   readonly #dataSources: ReadonlyMap<string, DataSource>;
+  readonly #admission: Admission;
   #ready = false;
 
   private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps) {
@@ -58,6 +61,7 @@ export class Gateway {
     this.authenticator = new JwtAuthenticator({ config, dataSources });
     const catalogue = new EventCatalogue(config.events);
     installErrorHandling(this.#app, this.metrics);
+    this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
       catalogue,
@@ -122,21 +126,33 @@ export class Gateway {
   /** Start the broker, then listen; answers the port (useful with port 0). */
   async listen(): Promise<number> {
     await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
+    await this.#app.ready();
+    this.#admission.install(this.#app.server);
     await this.#app.listen({ port: this.config.server.port, host: this.config.server.host });
     this.#ready = true;
     const address = this.#app.server.address();
     return typeof address === 'object' && address !== null ? address.port : this.config.server.port;
   }
 
-  /** Stop taking clients, tell every client to go elsewhere (1001), and release everything. */
+  /**
+   * Drain: report not-ready at once (the load balancer stops sending clients), refuse new ones, take this
+   * node's routes out of the fleet, then tell clients to go elsewhere (1001) in batches, so that their
+   * reconnects spread out, and release everything. The caller bounds it in time (config.drain.deadlineMs).
+   */
   async close(): Promise<void> {
     this.#ready = false;
-    for (const session of [...this.hub.sessions]) {
-      this.hub.close(session);
-      session.socket.close(CloseCode.GOING_AWAY, 'node shutting down');
+    this.#admission.close();
+    await this.broker.close();
+    const { batchSize, batchIntervalMs } = this.config.drain;
+    const sessions = [...this.hub.sessions];
+    for (let start = 0; start < sessions.length; start += batchSize) {
+      if (start > 0) await delay(batchIntervalMs);
+      for (const session of sessions.slice(start, start + batchSize)) {
+        this.hub.close(session);
+        session.socket.close(CloseCode.GOING_AWAY, 'node draining: reconnect');
+      }
     }
     await this.#app.close();
-    await this.broker.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
   }
 }

@@ -1,6 +1,7 @@
 /** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
+import type { Slot } from '../transport/admission.ts';
 import type { Subscription } from './hub.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
@@ -18,6 +19,8 @@ export class Session {
   subscriptions: Map<string, Subscription> | undefined;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
   replying: Promise<void> | undefined;
+  /** The admission slot, held until the first REGISTER is answered. */
+  slot: Slot | undefined;
   /** Cleared when a ping is sent, set again by the pong. */
   alive = true;
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */

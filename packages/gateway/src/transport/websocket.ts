@@ -23,6 +23,7 @@ import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Hub } from '../hub/hub.ts';
 import { Session, type SessionHandler } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
+import { slotOf } from './admission.ts';
 
 type Identity = { ok: true; apiUser: ApiUser; person: Person | undefined } | { ok: false; error: GatewayError };
 
@@ -144,7 +145,9 @@ export class WebSocketTransport implements SessionHandler {
     socket.removeAllListeners('error');
     socket.on('error', onError);
     const identity = request.identity;
+    const slot = slotOf(request.raw);
     if (!identity?.ok) {
+      slot?.release();
       const error = identity?.error ?? new GatewayError('INTERNAL', 'the handshake was not authenticated');
       const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
       metrics.refusals.inc({ code: error.code });
@@ -154,6 +157,7 @@ export class WebSocketTransport implements SessionHandler {
       return;
     }
     const session = new Session(socket, identity.apiUser, identity.person, this);
+    session.slot = slot;
     socket[kSession] = session;
     socket.on('message', onMessage);
     socket.on('close', onClose);
@@ -177,6 +181,9 @@ export class WebSocketTransport implements SessionHandler {
     }
     const frame = encodeFrame({ type: 'REGISTER', response: { validOnEvents, invalidOnEvents } });
     this.#reply(session, frame, invalidOnEvents.flatMap((entry) => entry.errors));
+    // The first REGISTER answered ends the handshake: the next client may come in.
+    session.slot?.release();
+    session.slot = undefined;
   }
 
   async #registerOne(session: Session, entry: unknown): Promise<ValidOnEvent | InvalidOnEvent> {

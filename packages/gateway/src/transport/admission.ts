@@ -1,0 +1,126 @@
+/**
+ * Admission control: at most `maxHandshakes` clients in the handshake at once (upgrade, token checks, and
+ * their first REGISTER with its Redis writes); the rest wait in a bounded FIFO queue, and past it get HTTP 503
+ * with Retry-After. It sits in front of fastify's routing, on the server's 'upgrade' event, so a waiting
+ * client costs only its socket and parsed request: a reconnect storm does not grow the node's memory.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Metrics } from '../metrics.ts';
+
+export interface AdmissionOptions {
+  maxHandshakes: number;
+  maxQueue: number;
+  /** A slot is given back after this long even if the client never registers. */
+  holdMs: number;
+  metrics: Metrics;
+}
+
+/** A place in the handshake; released once (first REGISTER answered, close, or after holdMs). */
+export interface Slot {
+  release(): void;
+}
+
+type UpgradeListener = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+interface Waiting {
+  request: IncomingMessage;
+  socket: Duplex;
+  head: Buffer;
+}
+
+const kSlot = Symbol('herald.admission.slot');
+type AdmittedRequest = IncomingMessage & { [kSlot]?: Slot };
+
+/** The slot a request was admitted with, for the transport to release when the handshake is over. */
+export function slotOf(request: IncomingMessage): Slot | undefined {
+  return (request as AdmittedRequest)[kSlot];
+}
+
+export class Admission {
+  readonly #options: AdmissionOptions;
+  readonly #queue: Waiting[] = [];
+  #inFlight = 0;
+  #peak = 0;
+  #closed = false;
+  #forward: UpgradeListener = () => {};
+
+  constructor(options: AdmissionOptions) {
+    this.#options = options;
+  }
+
+  /** Put the gate in front of the server's current upgrade listeners (@fastify/websocket's). */
+  install(server: Server): void {
+    const listeners = server.listeners('upgrade') as UpgradeListener[];
+    server.removeAllListeners('upgrade');
+    this.#forward = (request, socket, head) => {
+      for (const listener of listeners) listener.call(server, request, socket, head);
+    };
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => this.#arrive({ request, socket, head }));
+  }
+
+  /** Refuse every new client from now on (the node is draining). */
+  close(): void {
+    this.#closed = true;
+    for (const waiting of this.#queue.splice(0)) this.#refuse(waiting.socket, 'the node is draining');
+    this.#options.metrics.handshakesQueued.set(0);
+  }
+
+  #arrive(waiting: Waiting): void {
+    const { maxHandshakes, maxQueue, metrics } = this.#options;
+    if (this.#closed) return this.#refuse(waiting.socket, 'the node is draining');
+    if (this.#inFlight < maxHandshakes) return this.#admit(waiting);
+    if (this.#queue.length >= maxQueue) {
+      return this.#refuse(waiting.socket, 'too many clients are connecting: try again shortly');
+    }
+    waiting.socket.once('close', () => this.#forget(waiting));
+    this.#queue.push(waiting);
+    metrics.handshakesQueued.set(this.#queue.length);
+  }
+
+  #forget(waiting: Waiting): void {
+    const index = this.#queue.indexOf(waiting);
+    if (index >= 0) this.#queue.splice(index, 1);
+    this.#options.metrics.handshakesQueued.set(this.#queue.length);
+  }
+
+  #admit({ request, socket, head }: Waiting): void {
+    const { metrics, holdMs } = this.#options;
+    this.#inFlight++;
+    if (this.#inFlight > this.#peak) metrics.handshakesPeak.set((this.#peak = this.#inFlight));
+    metrics.handshakesInFlight.set(this.#inFlight);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      socket.removeListener('close', release);
+      this.#inFlight--;
+      metrics.handshakesInFlight.set(this.#inFlight);
+      this.#next();
+    };
+    const timer = setTimeout(release, holdMs);
+    (request as AdmittedRequest)[kSlot] = { release };
+    socket.once('close', release);
+    this.#forward(request, socket, head);
+  }
+
+  #refuse(socket: Duplex, message: string): void {
+    this.#options.metrics.admissionRejected.inc();
+    writeUnavailable(socket, message);
+  }
+
+  #next(): void {
+    const waiting = this.#queue.shift();
+    this.#options.metrics.handshakesQueued.set(this.#queue.length);
+    if (waiting) this.#admit(waiting);
+  }
+}
+
+function writeUnavailable(socket: Duplex, message: string): void {
+  const body = JSON.stringify({ success: false, statusCode: 503, errors: [{ code: 'UNAVAILABLE', message }] });
+  socket.end(
+    'HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\nContent-Type: application/json\r\nConnection: close\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

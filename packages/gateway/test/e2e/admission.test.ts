@@ -1,0 +1,60 @@
+/** Admission control: a bounded number of clients in the handshake, a bounded queue, and 503 past it. */
+import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import { once } from 'node:events';
+import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
+
+/** The HTTP status a WebSocket upgrade request gets when it is refused, with its Retry-After. */
+async function refusedUpgrade(node: TestNode): Promise<{ status: number | undefined; retryAfter: string | undefined; body: string }> {
+  const request = get(`${node.http}/?x-am-authorization=whatever`, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+  });
+  const [response] = await once(request, 'response');
+  let body = '';
+  for await (const chunk of response) body += chunk;
+  return { status: response.statusCode, retryAfter: response.headers['retry-after'], body };
+}
+
+test('3,000 clients arriving at once all get in and register, never more than 256 in the handshake', async () => {
+  const node = await startNode();
+  const token = await apiToken(node);
+  const clients = Array.from({ length: 3000 }, () => TestSocket.open(node, token));
+  const replies = await Promise.all(
+    clients.map(async (client) => {
+      await client.next('CONNECTED', 30_000);
+      return client.register(onEvent('announcements'));
+    }),
+  );
+  assert.equal(replies.filter((reply) => reply.validOnEvents.length === 1).length, 3000);
+  const peak = await metric(node, 'herald_handshakes_in_flight_peak');
+  assert.ok(peak > 1 && peak <= 256, `peak in the handshake: ${peak}`);
+  assert.equal(await metric(node, 'herald_admission_rejected_total'), 0);
+  await Promise.all(clients.map((client) => client.close()));
+  await node.close();
+});
+
+test('past the queue: 503 with Retry-After; a slot frees when the first REGISTER is answered', async () => {
+  const node = await startNode((raw) => {
+    raw.admission = { maxHandshakes: 1, maxQueue: 1, holdMs: 30_000 };
+  });
+  const token = await apiToken(node);
+  const first = await TestSocket.connect(node, token);
+  const second = TestSocket.open(node, token); // waits in the queue
+  // Nothing tells a client that it is queued: poll the node's gauge.
+  for (let polls = 0; (await metric(node, 'herald_handshakes_queued')) < 1; polls++) {
+    assert.ok(polls < 300, 'the second client was never queued');
+    await delay(10);
+  }
+  const third = await refusedUpgrade(node);
+  assert.equal(third.status, 503);
+  assert.equal(third.retryAfter, '2');
+  assert.equal(JSON.parse(third.body).errors[0].code, 'UNAVAILABLE');
+  assert.equal(second.frames.length, 0, 'still waiting');
+  await first.register(onEvent('announcements'));
+  await second.next('CONNECTED');
+  assert.equal(await metric(node, 'herald_admission_rejected_total'), 1);
+  await Promise.all([first.close(), second.close()]);
+  await node.close();
+});
