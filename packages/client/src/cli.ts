@@ -5,14 +5,16 @@
  *   herald-ws tokens [--http http://localhost:38246] [--user bench:bench] [--person NICK:WAHLBERG]
  *       prints `export API_TOKEN=... PERSON_TOKEN=...` lines for a shell to eval
  *   herald-ws listen [--url ws://localhost:38246] --api-token T [--person-token P]
- *       --register <event> [--criteria field=value ...] [--select a,b] [--count N]
- *       connects, registers, and prints each frame as a JSON line; exits after N notifications
+ *       --register <event> [--criteria field=value ...] [--select a,b] [--count N] [--no-reconnect]
+ *       connects, registers, and prints each frame as a JSON line; exits after N notifications.
+ *       After a close that is not final it reconnects and registers again (reported on stderr);
+ *       with --no-reconnect it exits at the first close instead.
  */
 import { parseArgs } from 'node:util';
 import type { Criteria } from '@herald/protocol';
 import { HeraldClient, HeraldError } from './client.ts';
 
-const USAGE = 'usage: herald-ws tokens [--http URL] [--user U:P] [--person U:P] | herald-ws listen --api-token T --register EVENT [...]';
+const USAGE = 'usage: herald-ws tokens [--http URL] [--user U:P] [--person U:P] | herald-ws listen --api-token T --register EVENT [--no-reconnect] [...]';
 
 async function token(http: string, userPath: string, body: object): Promise<string> {
   const response = await fetch(`${http}/api/system-api/${userPath}/token`, {
@@ -60,6 +62,7 @@ function criteriaOf(pairs: string[]): Criteria | undefined {
 async function listen(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
+    allowNegative: true,
     options: {
       url: { type: 'string', default: 'ws://localhost:38246' },
       'api-token': { type: 'string' },
@@ -68,6 +71,7 @@ async function listen(args: string[]): Promise<void> {
       criteria: { type: 'string', multiple: true, default: [] },
       select: { type: 'string' },
       count: { type: 'string' },
+      reconnect: { type: 'boolean', default: true },
     },
   });
   if (!values['api-token']) throw new Error('--api-token is required');
@@ -75,6 +79,14 @@ async function listen(args: string[]): Promise<void> {
     url: values.url,
     apiToken: values['api-token'],
     personToken: values['person-token'],
+    maxAttempts: values.reconnect ? Infinity : 0,
+  });
+  // stdout stays one JSON frame per line; the state of the connection goes to stderr.
+  client.on('disconnected', ({ code, reason, willReconnect, delayMs }) => {
+    if (willReconnect) process.stderr.write(`disconnected: ${code} ${reason}; reconnecting in ${delayMs} ms\n`);
+  });
+  client.on('reconnected', ({ registered, refused }) => {
+    process.stderr.write(`reconnected: ${registered.length} registered again, ${refused.length} refused\n`);
   });
   const print = (frame: object) => process.stdout.write(`${JSON.stringify(frame)}\n`);
   print({ type: 'CONNECTED' });

@@ -1,140 +1,369 @@
 /**
- * A typed client for the Herald gateway, on the standard WebSocket (browsers, and Node 22+'s global one).
- * This is the small first cut: connect, register, unregister, notifications. Reconnect with backoff and
- * token refresh come with the fleet.
+ * HeraldClient: the typed client SDK for the Herald gateway, for browsers and Node, on the standard WebSocket.
+ * It connects with the two tokens, registers and unregisters, delivers notifications, and keeps the
+ * connection: after any close that is not final it waits (full jitter), connects again with fresh tokens
+ * if it has a way to get them, and registers everything the application still holds. docs/client.md.
  */
-import type {
-  ConnectedFrame,
-  InvalidOnEvent,
-  NotificationFrame,
-  OnEvent,
-  RegisterReply,
-  ServerFrame,
-  UnregisterReply,
-  WireError,
+import {
+  CloseCode,
+  EventType,
+  shouldReconnect,
+  type ClientFrame,
+  type InvalidOnEvent,
+  type OnEvent,
+  type RegisterReply,
+  type ServerFrame,
+  type UnregisterReply,
+  type WireError,
 } from '@herald/protocol';
-
-export interface ConnectOptions {
-  /** ws:// or wss:// address of the gateway (or its load balancer). */
-  url: string;
-  /** The API user token (x-am-authorization). */
-  apiToken: string;
-  /** The person token (x-am-user-authorization), when events need one. */
-  personToken?: string | undefined;
-}
+import { reconnectDelay } from './backoff.ts';
+import { Connection, HeraldError, type ConnectionHandlers, type Ended, type Notification } from './connection.ts';
+import { Emitter, iterate, type Listener } from './emitter.ts';
+import { settingsOf, type ConnectOptions, type Settings } from './options.ts';
+import { Subscriptions } from './subscriptions.ts';
+import { msUntilRefresh, type TokenReason, type Tokens } from './tokens.ts';
 
 /** What a REGISTER entry may leave out: eventType defaults to CUSTOM_WS_EVENTS, getEventData to true. */
 export type OnEventInput = Partial<Pick<OnEvent, 'eventType' | 'getEventData'>> & Omit<OnEvent, 'eventType' | 'getEventData'>;
 
-export type Notification = NotificationFrame['response'];
+export type RegisterResult = RegisterReply['response'];
+export type UnregisterResult = UnregisterReply['response'];
+export type ClientState = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
 
-/** The gateway refused: TOKEN_VALIDATION at connect, or an ERROR frame, or the socket closed first. */
-export class HeraldError extends Error {
-  readonly errors: WireError[];
-  readonly closeCode: number | undefined;
-
-  constructor(message: string, errors: WireError[], closeCode?: number) {
-    super(message);
-    this.name = 'HeraldError';
-    this.errors = errors;
-    this.closeCode = closeCode;
-  }
+export interface CloseInfo {
+  code: number;
+  reason: string;
 }
 
-interface Waiter {
-  resolve(frame: ServerFrame): void;
+export interface DisconnectedEvent extends CloseInfo {
+  /** TOKEN_VALIDATION errors when a handshake was refused; otherwise empty. */
+  errors: WireError[];
+  willReconnect: boolean;
+  /** The wait before the next attempt, when there is one. */
+  delayMs: number | undefined;
+}
+
+/** A subscription the node did not accept again after a reconnect; the client no longer holds it. */
+export interface RefusedSubscription {
+  /** The handle the application knows. */
+  eventId: string;
+  onEvent: OnEvent;
+  errors: WireError[];
+}
+
+export interface ReconnectedEvent {
+  /** Which attempt since the connection ended succeeded (1 = the first). */
+  attempt: number;
+  /** Handles registered again; notifications keep carrying them. */
+  registered: string[];
+  refused: RefusedSubscription[];
+}
+
+export interface ClientEvents {
+  notification: Notification;
+  /** After every close: of an open connection, of a failed attempt, and of close() by the application. */
+  disconnected: DisconnectedEvent;
+  /** Open again, with the held subscriptions registered again. */
+  reconnected: ReconnectedEvent;
+  /** getTokens failed (the held tokens are used), or a frame answered nothing. The client carries on. */
+  error: Error;
+}
+
+interface Reregistration {
+  handle: string;
+  onEvent: OnEvent;
+  /** The eventId on the new connection; undefined when refused. */
+  eventId: string | undefined;
+  errors: WireError[];
+}
+
+interface Waiter<T> {
+  resolve(value: T): void;
   reject(error: Error): void;
 }
 
 export class HeraldClient {
-  readonly #socket: WebSocket;
-  // The gateway answers a connection's frames in the order it sent them, so a FIFO matches replies.
-  readonly #waiting: Waiter[] = [];
-  readonly #listeners = new Set<(notification: Notification) => void>();
-  readonly closed: Promise<{ code: number; reason: string }>;
+  /** Settles once, when the client stops for good: close(), a final close code, or maxAttempts used up. */
+  readonly closed: Promise<CloseInfo>;
+  readonly #settings: Settings;
+  readonly #events = new Emitter<ClientEvents>();
+  readonly #subscriptions = new Subscriptions();
+  readonly #handlers: ConnectionHandlers = {
+    notification: (n) => this.#events.emit('notification', { ...n, eventId: this.#subscriptions.handleOf(n.eventId) }),
+    closed: (connection) => this.#onClosed(connection),
+    error: (error) => this.#events.emit('error', error),
+  };
+  #resolveClosed: (info: CloseInfo) => void = () => {};
+  #state: ClientState = 'idle';
+  #tokens: Tokens | undefined;
+  #connection: Connection | undefined;
+  #everOpen = false;
+  /** What close() asked for: once set, nothing reconnects. */
+  #stopped: CloseInfo | undefined;
+  readonly #openWaiters: Waiter<Connection>[] = [];
+  #wake: (() => void) | undefined;
+  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
-  private constructor(socket: WebSocket) {
-    this.#socket = socket;
-    this.closed = new Promise((resolve) => {
-      socket.addEventListener('close', ({ code, reason }) => {
-        const error = new HeraldError(`connection closed (${code} ${reason})`, [], code);
-        for (const waiter of this.#waiting.splice(0)) waiter.reject(error);
-        resolve({ code, reason });
-      });
+  constructor(options: ConnectOptions) {
+    this.#settings = settingsOf(options);
+    if (options.apiToken) this.#tokens = { apiToken: options.apiToken, personToken: options.personToken };
+    this.closed = new Promise((resolve) => (this.#resolveClosed = resolve));
+  }
+
+  /** A client, once connected. Rejects like connect(). */
+  static async connect(options: ConnectOptions): Promise<HeraldClient> {
+    const client = new HeraldClient(options);
+    await client.connect();
+    return client;
+  }
+
+  get state(): ClientState {
+    return this.#state;
+  }
+
+  /** Resolves once the gateway says CONNECTED; rejects with a HeraldError (TOKEN_VALIDATION errors, close code) otherwise. */
+  async connect(): Promise<void> {
+    if (this.#state !== 'idle') throw new Error(`connect() on a client that is ${this.#state}`);
+    this.#state = 'connecting';
+    if (this.#tokens) this.#setTokens(this.#tokens, 'connect');
+    const opened = this.#whenOpen();
+    void this.#run('connect', 0, 0);
+    await opened;
+  }
+
+  /** Subscribe; answers which entries were accepted (with their handle, `eventId`) and which were refused (with errors). */
+  async register(onEvents: OnEventInput[]): Promise<RegisterResult> {
+    const frame: ClientFrame = { objType: 'REGISTER', onEvents: onEvents.map(withDefaults) };
+    const { response } = (await this.#request(() => frame)) as RegisterReply;
+    const validOnEvents = response.validOnEvents.map((valid) => ({ ...valid, eventId: this.#subscriptions.add(valid) }));
+    return { validOnEvents, invalidOnEvents: response.invalidOnEvents };
+  }
+
+  /** Unsubscribe by the handles register() answered; the reply names them the same way. */
+  async unregister(eventIds: string[]): Promise<UnregisterResult> {
+    const subscriptions = this.#subscriptions;
+    const build = (): ClientFrame => ({
+      objType: 'UNREGISTER',
+      onEvents: eventIds.map((handle) => ({ eventId: subscriptions.eventIdOf(handle) })),
     });
-    socket.addEventListener('message', ({ data }) => this.#onFrame(JSON.parse(String(data)) as ServerFrame));
+    const { response } = (await this.#request(build)) as UnregisterReply;
+    const invalidOnEvents = response.invalidOnEvents.map((entry): InvalidOnEvent =>
+      typeof entry.eventId === 'string' ? { ...entry, eventId: subscriptions.handleOf(entry.eventId) } : entry,
+    );
+    const validOnEvents = response.validOnEvents.map(({ eventId }) => ({ eventId: subscriptions.remove(eventId) }));
+    return { validOnEvents, invalidOnEvents };
   }
 
-  /** Resolves once the gateway says CONNECTED; rejects with the TOKEN_VALIDATION errors otherwise. */
-  static connect({ url, apiToken, personToken }: ConnectOptions): Promise<HeraldClient> {
-    const address = new URL(url);
-    address.searchParams.set('x-am-authorization', apiToken);
-    if (personToken) address.searchParams.set('x-am-user-authorization', personToken);
-    const socket = new WebSocket(address);
-    return new Promise((resolve, reject) => {
-      let errors: WireError[] = [];
-      const onMessage = ({ data }: MessageEvent) => {
-        const frame = JSON.parse(String(data)) as ServerFrame | ConnectedFrame;
-        if (frame.type === 'CONNECTED') {
-          socket.removeEventListener('message', onMessage);
-          socket.removeEventListener('close', onClose);
-          resolve(new HeraldClient(socket));
-        } else if (frame.type === 'TOKEN_VALIDATION') errors = frame.errors;
-      };
-      const onClose = ({ code, reason }: CloseEvent) =>
-        reject(new HeraldError(`not connected (${code} ${reason})`, errors, code));
-      socket.addEventListener('message', onMessage);
-      socket.addEventListener('close', onClose);
-    });
+  /** Listen to an event (see ClientEvents); answers a function that stops listening. */
+  on<K extends keyof ClientEvents>(type: K, listener: Listener<ClientEvents[K]>): () => void {
+    return this.#events.on(type, listener);
   }
 
-  /** Subscribe; answers which entries were accepted (with their eventId) and which were refused (with errors). */
-  async register(onEvents: OnEventInput[]): Promise<RegisterReply['response']> {
-    const entries = onEvents.map((entry) => ({ eventType: 'CUSTOM_WS_EVENTS', getEventData: true, ...entry }));
-    const reply = (await this.#request({ objType: 'REGISTER', onEvents: entries })) as RegisterReply;
-    return reply.response;
+  /** Call `listener` for every notification; answers a function that stops it. */
+  onNotification(listener: Listener<Notification>): () => void {
+    return this.#events.on('notification', listener);
   }
 
-  async unregister(eventIds: string[]): Promise<UnregisterReply['response']> {
-    const onEvents = eventIds.map((eventId) => ({ eventId }));
-    const reply = (await this.#request({ objType: 'UNREGISTER', onEvents })) as UnregisterReply;
-    return reply.response;
+  /** Notifications from now on, as an async iterator that ends when the client is closed. */
+  notifications(): AsyncGenerator<Notification, void, undefined> {
+    return iterate((push) => this.onNotification(push), this.closed);
   }
 
-  /** Call `listener` for every NOTIFICATION; answers a function that stops it. */
-  onNotification(listener: (notification: Notification) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  close(code = 1000, reason = ''): Promise<{ code: number; reason: string }> {
-    this.#socket.close(code, reason);
+  /** Close for good and stop reconnecting; `closed` settles with this code and reason once the socket is closed. */
+  close(code = 1000, reason = ''): Promise<CloseInfo> {
+    if (this.#state === 'closed' || this.#stopped) return this.closed;
+    this.#stopped = { code, reason };
+    const connection = this.#connection;
+    if (this.#state === 'idle') this.#finish({ code, reason, errors: [] });
+    // The socket's close ends the open state or the attempt in flight; between attempts, cut the wait short.
+    else if (connection && !connection.ended) connection.close(code, reason);
+    else this.#wake?.();
     return this.closed;
   }
 
-  #request(frame: object): Promise<ServerFrame> {
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
-      this.#socket.send(JSON.stringify(frame));
+  /** Attempts until one opens or the client must stop. `attempt` counts reconnect attempts (0: the first connect). */
+  async #run(reason: TokenReason, attempt: number, delayMs: number): Promise<void> {
+    for (;;) {
+      if (delayMs > 0) await this.#sleep(delayMs);
+      let ended: Ended | undefined;
+      try {
+        ended = await this.#attempt(reason, attempt);
+      } catch (error) {
+        // Nothing to retry with: getTokens failed with no tokens to fall back on, or the URL is not valid.
+        const failure = error instanceof Error ? error : new Error(String(error));
+        return this.#finish({ code: 1006, reason: failure.message, errors: [] }, failure);
+      }
+      if (ended === undefined) return;
+      const next = this.#afterEnd(ended, attempt + 1);
+      if (next === undefined) return;
+      [reason, attempt, delayMs] = [reasonAfter(ended), attempt + 1, next];
+    }
+  }
+
+  /** One attempt: tokens, socket, handshake, REGISTER of what is held. Answers how it ended, or undefined once open. */
+  async #attempt(reason: TokenReason, attempt: number): Promise<Ended | undefined> {
+    // close() may come during the wait before this attempt, or while getTokens runs.
+    const stoppedBefore = this.#stoppedEnd();
+    if (stoppedBefore) return stoppedBefore;
+    const tokens = await this.#tokensFor(reason);
+    const stoppedSince = this.#stoppedEnd();
+    if (stoppedSince) return stoppedSince;
+    const connection = new Connection(this.#settings.url, tokens, this.#handlers);
+    this.#connection = connection;
+    const handshaken = await connection.ready.then(() => true, () => false);
+    const replies = handshaken ? await this.#registerHeld(connection) : [];
+    // Also covers a socket that closed after the last reply arrived and before this line ran.
+    if (connection.ended) return connection.ended;
+    this.#subscriptions.rebind(new Map(replies.map(({ handle, eventId }) => [handle, eventId])));
+    this.#state = 'open';
+    if (this.#everOpen) {
+      const registered = replies.filter((reply) => reply.eventId !== undefined).map(({ handle }) => handle);
+      const refused = replies
+        .filter((reply) => reply.eventId === undefined)
+        .map(({ handle, onEvent, errors }) => ({ eventId: handle, onEvent, errors }));
+      this.#events.emit('reconnected', { attempt, registered, refused });
+    }
+    this.#everOpen = true;
+    for (const waiter of this.#openWaiters.splice(0)) waiter.resolve(connection);
+    return undefined;
+  }
+
+  /** Once close() was called, an attempt ends as the application asked. */
+  #stoppedEnd(): Ended | undefined {
+    return this.#stopped && { ...this.#stopped, errors: [] };
+  }
+
+  /** One REGISTER per held entry (pipelined), so each reply belongs to exactly one handle. */
+  #registerHeld(connection: Connection): Promise<Reregistration[]> {
+    return Promise.all(
+      this.#subscriptions.held().map(async ([handle, onEvent]): Promise<Reregistration> => {
+        try {
+          const { response } = (await connection.request({ objType: 'REGISTER', onEvents: [onEvent] })) as RegisterReply;
+          const errors = response.invalidOnEvents[0]?.errors ?? [];
+          return { handle, onEvent, eventId: response.validOnEvents[0]?.eventId, errors };
+        } catch (error) {
+          // An ERROR reply refuses this entry; a closed socket is seen by the caller in connection.ended.
+          return { handle, onEvent, eventId: undefined, errors: error instanceof HeraldError ? error.errors : [] };
+        }
+      }),
+    );
+  }
+
+  /** An open connection closed: reconnect, or stop. Attempts in flight watch their own socket instead. */
+  #onClosed(connection: Connection): void {
+    if (connection !== this.#connection || this.#state !== 'open' || !connection.ended) return;
+    const delayMs = this.#afterEnd(connection.ended, 1);
+    if (delayMs !== undefined) void this.#run(reasonAfter(connection.ended), 1, delayMs);
+  }
+
+  /**
+   * Decide whether to try again, and tell the application once `state` says so; answers the wait before
+   * the next attempt, or undefined when the client has stopped.
+   */
+  #afterEnd(ended: Ended, nextAttempt: number): number | undefined {
+    const { refreshable, maxAttempts, retryFirstConnect, minDelayMs, maxDelayMs } = this.#settings;
+    const willReconnect =
+      this.#stopped === undefined &&
+      (this.#everOpen || retryFirstConnect) &&
+      nextAttempt <= maxAttempts &&
+      shouldReconnect(ended.code) &&
+      // Without getTokens the same expired token would only be refused again.
+      (ended.code !== CloseCode.TOKEN_EXPIRED || refreshable);
+    const delayMs = willReconnect ? reconnectDelay(minDelayMs, maxDelayMs) : undefined;
+    if (!willReconnect) this.#finish(ended);
+    else if (this.#everOpen) this.#state = 'reconnecting';
+    this.#events.emit('disconnected', { ...ended, willReconnect, delayMs });
+    return delayMs;
+  }
+
+  #finish(ended: Ended, error?: Error): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    clearTimeout(this.#refreshTimer);
+    const failure = error ?? new HeraldError(`not connected (${ended.code} ${ended.reason})`, ended.errors, ended.code);
+    for (const waiter of this.#openWaiters.splice(0)) waiter.reject(failure);
+    this.#resolveClosed(this.#stopped ?? { code: ended.code, reason: ended.reason });
+  }
+
+  /** Send once open; a request cut off by a disconnect is sent again after the reconnect (REGISTER and UNREGISTER are idempotent). */
+  async #request(build: () => ClientFrame): Promise<ServerFrame> {
+    for (;;) {
+      const connection = await this.#whenOpen();
+      try {
+        return await connection.request(build());
+      } catch (error) {
+        // Not a disconnect (an ERROR reply), or a frame the node found too big (1009): sent again, it would
+        // only close the next connection too.
+        if (!connection.ended || connection.ended.code === CloseCode.MESSAGE_TOO_BIG) throw error;
+      }
+    }
+  }
+
+  #whenOpen(): Promise<Connection> {
+    if (this.#state === 'open' && this.#connection) return Promise.resolve(this.#connection);
+    if (this.#state === 'closed') return Promise.reject(new HeraldError('the client is closed', []));
+    return new Promise((resolve, reject) => this.#openWaiters.push({ resolve, reject }));
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
     });
   }
 
-  #onFrame(frame: ServerFrame): void {
-    switch (frame.type) {
-      case 'NOTIFICATION':
-        for (const listener of this.#listeners) listener(frame.response);
-        return;
-      case 'REGISTER':
-      case 'UNREGISTER':
-        this.#waiting.shift()?.resolve(frame);
-        return;
-      case 'ERROR':
-        this.#waiting.shift()?.reject(new HeraldError(frame.errors.map((e) => e.message).join('; '), frame.errors));
-        return;
-      default:
-        return;
+  /** Tokens for an attempt: the held ones at the first connect, or while refreshBeforeExpiryMs keeps them fresh; else getTokens. */
+  async #tokensFor(reason: TokenReason): Promise<Tokens> {
+    const held = this.#tokens;
+    const margin = this.#settings.refreshBeforeExpiryMs;
+    const fresh =
+      reason === 'reconnect' && held !== undefined && margin !== undefined && (msUntilRefresh(held, margin, Date.now()) ?? 0) > 0;
+    if (held !== undefined && (reason === 'connect' || fresh)) return held;
+    try {
+      const tokens = await this.#settings.getTokens({ reason });
+      this.#setTokens(tokens, reason);
+      return tokens;
+    } catch (error) {
+      if (held === undefined) throw error;
+      // The token API may be down in the same outage; the held tokens may well still be accepted.
+      this.#events.emit('error', error instanceof Error ? error : new Error(String(error)));
+      return held;
+    }
+  }
+
+  /** Hold tokens, and with refreshBeforeExpiryMs plan the call to getTokens ahead of their expiry. */
+  #setTokens(tokens: Tokens, reason: TokenReason): void {
+    this.#tokens = tokens;
+    const margin = this.#settings.refreshBeforeExpiryMs;
+    if (margin === undefined || this.#state === 'closed') return;
+    clearTimeout(this.#refreshTimer);
+    const delayMs = msUntilRefresh(tokens, margin, Date.now());
+    // Tokens that a refresh answered and that are already due would be asked for again at once, in a loop.
+    if (delayMs === undefined || (delayMs <= 0 && reason === 'refresh')) return;
+    this.#refreshTimer = setTimeout(() => void this.#refresh(), Math.max(0, delayMs));
+  }
+
+  async #refresh(): Promise<void> {
+    try {
+      this.#setTokens(await this.#settings.getTokens({ reason: 'refresh' }), 'refresh');
+    } catch (error) {
+      this.#events.emit('error', error instanceof Error ? error : new Error(String(error)));
     }
   }
 }
 
-export type { InvalidOnEvent };
+function withDefaults(entry: OnEventInput): OnEvent {
+  return { eventType: EventType.CUSTOM_WS_EVENTS, getEventData: true, ...entry };
+}
+
+/** After 4001 a cached token would fail again: tell getTokens so. */
+function reasonAfter(ended: Ended): TokenReason {
+  return ended.code === CloseCode.TOKEN_EXPIRED ? 'expired' : 'reconnect';
+}
+
+export { HeraldError, type ConnectOptions, type Notification };

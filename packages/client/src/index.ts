@@ -1,1 +1,17 @@
-export { HeraldClient, HeraldError, type ConnectOptions, type Notification, type OnEventInput } from './client.ts';
+export {
+  HeraldClient,
+  HeraldError,
+  type ClientEvents,
+  type ClientState,
+  type CloseInfo,
+  type ConnectOptions,
+  type DisconnectedEvent,
+  type Notification,
+  type OnEventInput,
+  type ReconnectedEvent,
+  type RefusedSubscription,
+  type RegisterResult,
+  type UnregisterResult,
+} from './client.ts';
+export { reconnectDelay } from './backoff.ts';
+export { jwtExpiresAt, type GetTokens, type TokenReason, type Tokens } from './tokens.ts';

@@ -60,6 +60,22 @@ test('connect, register, receive, unregister', async () => {
   assert.equal((await client.close()).code, 1000);
 });
 
+test('notifications() iterates from the call on and ends when the client is closed', async () => {
+  const client = await HeraldClient.connect({ url: ws, apiToken: await apiToken() });
+  await client.register([{ apiName: 'announcements', select: ['title'] }]);
+  const iterator = client.notifications();
+  // Both arrive before the loop starts reading: the iterator keeps them.
+  await emit('announcements', { title: 'one', body: 'x' });
+  await emit('announcements', { title: 'two' });
+  const titles: unknown[] = [];
+  for await (const { eventData } of iterator) {
+    titles.push(eventData);
+    if (titles.length === 2) void client.close();
+  }
+  assert.deepEqual(titles, [{ title: 'one' }, { title: 'two' }]);
+  assert.equal(client.state, 'closed');
+});
+
 test('bad tokens reject connect with the TOKEN_VALIDATION errors and the close code', async () => {
   await assert.rejects(HeraldClient.connect({ url: ws, apiToken: 'garbage' }), (error: unknown) => {
     assert.ok(error instanceof HeraldError);

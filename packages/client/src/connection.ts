@@ -1,0 +1,119 @@
+/**
+ * One WebSocket to a node, from the handshake to its close, on the standard WebSocket (browsers, Node 22+).
+ * The client makes a new one for every attempt; reconnecting is the client's business, not this one's.
+ */
+import type { ClientFrame, NotificationFrame, ServerFrame, WireError } from '@herald/protocol';
+import type { Tokens } from './tokens.ts';
+
+export type Notification = NotificationFrame['response'];
+
+/** How a socket ended: the close code and reason, and the TOKEN_VALIDATION errors when the handshake was refused. */
+export interface Ended {
+  code: number;
+  reason: string;
+  errors: WireError[];
+}
+
+/** The gateway refused: TOKEN_VALIDATION at connect, or an ERROR frame, or the socket closed first. */
+export class HeraldError extends Error {
+  readonly errors: WireError[];
+  readonly closeCode: number | undefined;
+
+  constructor(message: string, errors: WireError[], closeCode?: number) {
+    super(message);
+    this.name = 'HeraldError';
+    this.errors = errors;
+    this.closeCode = closeCode;
+  }
+}
+
+export interface ConnectionHandlers {
+  notification(notification: Notification): void;
+  /** The socket closed; `connection.ended` says how. Called after `ready` and pending requests have been rejected. */
+  closed(connection: Connection): void;
+  /** A frame that answers nothing: not JSON, or an ERROR with no request waiting. */
+  error(error: Error): void;
+}
+
+interface Waiter {
+  resolve(frame: ServerFrame): void;
+  reject(error: Error): void;
+}
+
+export class Connection {
+  /** Resolves on CONNECTED; rejects with the TOKEN_VALIDATION errors and close code if the socket closes first. */
+  readonly ready: Promise<void>;
+  /** Set when the socket has closed, before anything waiting on it is told. */
+  ended: Ended | undefined;
+  readonly #socket: WebSocket;
+  readonly #handlers: ConnectionHandlers;
+  // The gateway answers a connection's frames in the order it received them, so a FIFO matches replies.
+  readonly #waiting: Waiter[] = [];
+  #refusal: WireError[] = [];
+
+  constructor(url: string, tokens: Tokens, handlers: ConnectionHandlers) {
+    const address = new URL(url);
+    address.searchParams.set('x-am-authorization', tokens.apiToken);
+    if (tokens.personToken) address.searchParams.set('x-am-user-authorization', tokens.personToken);
+    this.#handlers = handlers;
+    this.#socket = new WebSocket(address);
+    this.ready = new Promise((resolve, reject) => {
+      this.#socket.addEventListener('message', ({ data }) => this.#onFrame(String(data), resolve));
+      this.#socket.addEventListener('close', ({ code, reason }) => {
+        this.ended = { code, reason, errors: this.#refusal };
+        reject(new HeraldError(`not connected (${code} ${reason})`, this.#refusal, code));
+        const error = new HeraldError(`connection closed (${code} ${reason})`, [], code);
+        for (const waiter of this.#waiting.splice(0)) waiter.reject(error);
+        handlers.closed(this);
+      });
+    });
+  }
+
+  /** Send a frame and answer its reply (REGISTER or UNREGISTER); an ERROR reply rejects with its errors. */
+  request(frame: ClientFrame): Promise<ServerFrame> {
+    if (this.ended) {
+      const { code, reason } = this.ended;
+      return Promise.reject(new HeraldError(`connection closed (${code} ${reason})`, [], code));
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+      this.#socket.send(JSON.stringify(frame));
+    });
+  }
+
+  close(code: number, reason: string): void {
+    this.#socket.close(code, reason);
+  }
+
+  #onFrame(text: string, connected: () => void): void {
+    let frame: ServerFrame;
+    try {
+      frame = JSON.parse(text) as ServerFrame;
+    } catch {
+      this.#handlers.error(new Error(`a frame that is not JSON: ${text.slice(0, 100)}`));
+      return;
+    }
+    switch (frame.type) {
+      case 'CONNECTED':
+        connected();
+        return;
+      case 'TOKEN_VALIDATION':
+        this.#refusal = frame.errors;
+        return;
+      case 'NOTIFICATION':
+        this.#handlers.notification(frame.response);
+        return;
+      case 'REGISTER':
+      case 'UNREGISTER':
+        this.#waiting.shift()?.resolve(frame);
+        return;
+      case 'ERROR': {
+        const error = new HeraldError(frame.errors.map((e) => e.message).join('; '), frame.errors);
+        const waiter = this.#waiting.shift();
+        if (waiter) waiter.reject(error);
+        else this.#handlers.error(error);
+        return;
+      }
+    }
+  }
+}

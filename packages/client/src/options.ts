@@ -1,0 +1,48 @@
+/** The client's options, their defaults, and the checks made before anything connects. */
+import type { GetTokens, Tokens } from './tokens.ts';
+
+export interface ConnectOptions {
+  /** ws:// or wss:// address of the gateway (or its load balancer). */
+  url: string;
+  /** The API user token for the first connect; required unless `getTokens` is given. */
+  apiToken?: string | undefined;
+  /** The person token for the first connect, when events need one. */
+  personToken?: string | undefined;
+  /** Called for tokens before each connect attempt (see TokenReason), unless `refreshBeforeExpiryMs` keeps them fresh. */
+  getTokens?: GetTokens | undefined;
+  /** Call getTokens this long before the held tokens expire (JWT `exp`), and reuse fresh tokens on reconnect. */
+  refreshBeforeExpiryMs?: number | undefined;
+  /** Bounds of the random wait before each reconnect attempt. Defaults 1000 and 5000. */
+  minDelayMs?: number | undefined;
+  maxDelayMs?: number | undefined;
+  /** Reconnect attempts in a row before giving up; 0 never reconnects. Default: unlimited. */
+  maxAttempts?: number | undefined;
+  /** Retry when the first connect fails with a retriable code, instead of rejecting. Default false. */
+  retryFirstConnect?: boolean | undefined;
+}
+
+/** The options with defaults applied and getTokens always present. */
+export interface Settings {
+  url: string;
+  getTokens: GetTokens;
+  /** Whether the application gave getTokens (otherwise it answers the first tokens). */
+  refreshable: boolean;
+  refreshBeforeExpiryMs: number | undefined;
+  minDelayMs: number;
+  maxDelayMs: number;
+  maxAttempts: number;
+  retryFirstConnect: boolean;
+}
+
+export function settingsOf(options: ConnectOptions): Settings {
+  const { url, apiToken, personToken, getTokens, refreshBeforeExpiryMs } = options;
+  const { minDelayMs = 1000, maxDelayMs = 5000, maxAttempts = Infinity, retryFirstConnect = false } = options;
+  if (!(minDelayMs >= 0 && maxDelayMs >= minDelayMs)) throw new RangeError('need 0 <= minDelayMs <= maxDelayMs');
+  if (!(maxAttempts >= 0)) throw new RangeError('maxAttempts must be 0 or more');
+  if (refreshBeforeExpiryMs !== undefined && !getTokens) throw new TypeError('refreshBeforeExpiryMs needs getTokens');
+  const common = { url, refreshBeforeExpiryMs, minDelayMs, maxDelayMs, maxAttempts, retryFirstConnect };
+  if (getTokens) return { ...common, getTokens, refreshable: true };
+  if (!apiToken) throw new TypeError('HeraldClient needs apiToken or getTokens');
+  const tokens: Tokens = { apiToken, personToken };
+  return { ...common, getTokens: () => Promise.resolve(tokens), refreshable: false };
+}

@@ -1,0 +1,60 @@
+/** The client's pure parts: the reconnect delay, reading a JWT's expiry, the handle table. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { jwtExpiresAt, reconnectDelay } from '../src/index.ts';
+import { Subscriptions } from '../src/subscriptions.ts';
+import { msUntilRefresh } from '../src/tokens.ts';
+
+test('reconnectDelay: full jitter between the bounds, inclusive', () => {
+  assert.equal(reconnectDelay(50, 150, () => 0), 50);
+  assert.equal(reconnectDelay(50, 150, () => 0.5), 100);
+  assert.equal(reconnectDelay(50, 150, () => 0.999_999), 150);
+  assert.equal(reconnectDelay(1000, 1000, () => 0.7), 1000);
+  for (let i = 0; i < 1000; i++) {
+    const delay = reconnectDelay(1000, 5000);
+    assert.ok(delay >= 1000 && delay <= 5000, String(delay));
+  }
+});
+
+const jwt = (payload: object) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;
+
+test('jwtExpiresAt reads exp without checking the signature, and answers undefined for anything else', () => {
+  // A non-ASCII claim makes the payload use base64url's own characters and multi-byte UTF-8.
+  assert.equal(jwtExpiresAt(jwt({ sub: 'Zoë ~~~ ???', exp: 1_800_000_000 })), 1_800_000_000_000);
+  assert.equal(jwtExpiresAt(jwt({ sub: 'no exp' })), undefined);
+  assert.equal(jwtExpiresAt(jwt({ exp: '1800000000' })), undefined);
+  assert.equal(jwtExpiresAt('opaque-token'), undefined);
+  assert.equal(jwtExpiresAt('a.%%%.c'), undefined);
+  assert.equal(jwtExpiresAt('a.bm90IGpzb24.c'), undefined);
+});
+
+test('msUntilRefresh: the first expiry of the tokens less the margin; unknown if one cannot be read', () => {
+  const api = jwt({ exp: 1000 });
+  const person = jwt({ exp: 900 });
+  assert.equal(msUntilRefresh({ apiToken: api }, 100_000, 800_000), 100_000);
+  assert.equal(msUntilRefresh({ apiToken: api, personToken: person }, 100_000, 800_000), 0);
+  assert.equal(msUntilRefresh({ apiToken: api, personToken: 'opaque' }, 0, 0), undefined);
+});
+
+const valid = (eventId: string, apiName: string) => ({ eventType: 'CUSTOM_WS_EVENTS' as const, apiName, getEventData: true, eventId });
+
+test('Subscriptions: handles stay when the eventIds change, even when two swap', () => {
+  const subscriptions = new Subscriptions();
+  assert.equal(subscriptions.add(valid('a', 'one')), 'a');
+  assert.equal(subscriptions.add(valid('b', 'two')), 'b');
+  assert.equal(subscriptions.add(valid('a', 'one')), 'a');
+  assert.deepEqual(subscriptions.held().map(([handle, onEvent]) => [handle, onEvent.apiName]), [['a', 'one'], ['b', 'two']]);
+
+  subscriptions.rebind(new Map([['a', 'b'], ['b', 'a']]));
+  assert.equal(subscriptions.handleOf('b'), 'a');
+  assert.equal(subscriptions.handleOf('a'), 'b');
+  assert.equal(subscriptions.eventIdOf('a'), 'b');
+  assert.equal(subscriptions.add(valid('b', 'one')), 'a', 'registering again answers the existing handle');
+
+  subscriptions.rebind(new Map([['a', 'x'], ['b', undefined]]));
+  assert.deepEqual(subscriptions.held().map(([handle]) => handle), ['a']);
+  assert.equal(subscriptions.handleOf('x'), 'a');
+  assert.equal(subscriptions.eventIdOf('unknown'), 'unknown');
+  assert.equal(subscriptions.remove('x'), 'a');
+  assert.deepEqual(subscriptions.held(), []);
+});

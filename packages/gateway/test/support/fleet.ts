@@ -1,0 +1,109 @@
+/**
+ * A local fleet for tests: gateway node processes sharing one Redis, behind HAProxy rendered from the same
+ * template as `make cluster` (infra/haproxy/haproxy.cfg.tmpl). Everything on loopback, stopped by stop().
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { stringify } from 'yaml';
+import { defaultRawConfig, type RawConfig } from './gateway.ts';
+import { freePort } from './redis.ts';
+
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const HAPROXY_TEMPLATE = new URL('../../../../infra/haproxy/haproxy.cfg.tmpl', import.meta.url).pathname;
+const SEED = new URL('../../data/customers.json', import.meta.url).pathname;
+
+export interface FleetNode {
+  id: string;
+  port: number;
+  http: string;
+  ws: string;
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+export interface Fleet {
+  nodes: FleetNode[];
+  /** The load balancer. */
+  http: string;
+  ws: string;
+  stop(): Promise<void>;
+}
+
+/** Poll until `check` holds: for states that announce themselves by no event (a process being ready). */
+export async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(50);
+  }
+}
+
+const ok = async (url: string) => (await fetch(url)).status === 200;
+
+function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
+  const raw = defaultRawConfig();
+  raw.instances.mongodb.databases.am_bench.collections.customers.seed = SEED;
+  raw.redis = { url: 'redis://overridden-by-REDIS_URL:1', leaseMs: 2000, sweepIntervalMs: 300 };
+  raw.drain = { batchSize: 2, batchIntervalMs: 50, deadlineMs: 10_000 };
+  adjust(raw);
+  const file = join(dir, 'fleet.yaml');
+  writeFileSync(file, stringify(raw));
+  return file;
+}
+
+async function startNode(id: string, config: string, redisUrl: string): Promise<FleetNode> {
+  const port = await freePort();
+  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'warn' };
+  const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited };
+  await until(() => ok(`${node.http}/readyz`), `${id} to be ready`);
+  return node;
+}
+
+async function startHaproxy(dir: string, nodes: FleetNode[]): Promise<{ port: number; child: ChildProcess }> {
+  const [port, statsPort] = [await freePort(), await freePort()];
+  const servers = nodes.map((node) => `    server ${node.id} 127.0.0.1:${node.port}`).join('\n');
+  const config = readFileSync(HAPROXY_TEMPLATE, 'utf8')
+    .split('\n')
+    .filter((line) => !line.startsWith('##'))
+    .join('\n')
+    .replaceAll('@@PORT@@', String(port))
+    .replaceAll('@@STATS_PORT@@', String(statsPort))
+    .replaceAll('@@MAXCONN@@', '4096')
+    .replaceAll('@@SERVERS@@', servers);
+  const file = join(dir, 'haproxy.cfg');
+  writeFileSync(file, config);
+  const child = spawn('haproxy', ['-f', file, '-db'], { stdio: ['ignore', 'ignore', 'ignore'] });
+  await until(() => ok(`http://127.0.0.1:${port}/readyz`), 'HAProxy to route to a node');
+  return { port, child };
+}
+
+/** `n` node processes on one Redis (`redisUrl`), behind HAProxy. */
+export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawConfig) => void = () => {}): Promise<Fleet> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-fleet-'));
+  const config = writeConfig(dir, adjust);
+  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, redisUrl)));
+  const haproxy = await startHaproxy(dir, nodes);
+  return {
+    nodes,
+    http: `http://127.0.0.1:${haproxy.port}`,
+    ws: `ws://127.0.0.1:${haproxy.port}`,
+    async stop() {
+      haproxy.child.kill('SIGKILL');
+      for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+      await Promise.all([once(haproxy.child, 'exit'), ...nodes.map((node) => node.exited)]);
+    },
+  };
+}
+
+/** One sample of a metric, read from a node's /metrics over HTTP (0 when absent). */
+export async function nodeMetric(node: FleetNode, name: string): Promise<number> {
+  const text = await (await fetch(`${node.http}/metrics`)).text();
+  const line = text.split('\n').find((entry) => entry.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : 0;
+}
