@@ -1,15 +1,17 @@
 # Herald: `make run` starts one node with embedded defaults; `make test` runs every test.
 # Both install what is missing first: Node.js 24, pnpm, the workspace's packages (and redis-server for tests).
+# `make cluster N=3` starts a local fleet in the background (Redis, N nodes, HAProxy); `make cluster-stop` ends it.
 SHELL := /bin/bash
 NODE_MAJOR := 24
 PNPM_VERSION := 12.4.2
+N ?= 3
 
-.PHONY: run test deps node pnpm packages redis typecheck unit
+.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop
 
 run: deps
 	node packages/gateway/src/main.ts
 
-test: deps redis typecheck unit
+test: deps redis haproxy typecheck unit
 
 typecheck:
 	pnpm run typecheck
@@ -37,3 +39,17 @@ packages:
 redis:
 	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null \
 	  || { apt-get update -qq && apt-get install -y -qq redis-server redis-tools; }
+
+# The local fleet's load balancer; `make test` checks the rendered config with `haproxy -c`.
+haproxy:
+	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] \
+	  || { apt-get update -qq && apt-get install -y -qq haproxy; }
+
+# One redis-server (REDIS_CLUSTER=1: a 3-master Redis Cluster), N nodes on PORT+1..PORT+N, HAProxy on PORT
+# (default 38246). Returns once all answer /readyz; pids and logs in .run/cluster/. See infra/local/cluster.sh.
+cluster: deps redis haproxy
+	N='$(N)' infra/local/cluster.sh start
+
+# Needs nothing installed: it only signals the pids that `make cluster` recorded.
+cluster-stop:
+	infra/local/cluster.sh stop

@@ -7,6 +7,7 @@ import { RedisBroker, type RedisBrokerOptions } from '../../src/broker/redis/bro
 import { keyspace } from '../../src/broker/redis/keys.ts';
 import { GatewayError } from '../../src/errors.ts';
 import { routeOf } from '../../src/events/routing.ts';
+import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
 import { startRedis, startRedisCluster, type RedisServer } from '../support/redis.ts';
 
 /** An observer whose events can be awaited. */
@@ -112,6 +113,28 @@ describe('on one redis-server', () => {
       assert.deepEqual(await received.next(), { recipientId });
     }
     await Promise.all([holder.close(), emitter.close()]);
+  });
+
+  test('a node writes a route when it first appears and when it last leaves, not once per client', async () => {
+    const node = await startNode((raw) => {
+      raw.redis = { url: redis.url };
+    });
+    const token = await apiToken(node);
+    const writes = async () => {
+      const stats = await redis.cli('info', 'commandstats');
+      return ['sadd', 'srem'].map((command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0));
+    };
+    const before = await writes();
+    const clients = await Promise.all(Array.from({ length: 50 }, () => TestSocket.connect(node, token)));
+    await Promise.all(clients.map((client) => client.register(onEvent('announcements', { region: 'EU' }))));
+    const [sadds] = await writes();
+    // One route: its node set, the node's route set, the shape's node set and the event's shape set.
+    assert.equal((sadds as number) - (before[0] as number), 4);
+    await Promise.all(clients.map((client) => client.close()));
+    await node.close();
+    const [, srems] = await writes();
+    const removed = (srems as number) - (before[1] as number);
+    assert.ok(removed >= 3 && removed <= 4, `the last one to leave removes it, once: ${removed} SREMs`);
   });
 
   test('a drained node leaves nothing behind', async () => {

@@ -44,8 +44,8 @@ async function launch(port: number, dir: string, extra: string[]): Promise<Child
   return child;
 }
 
-export async function startRedis(extra: string[] = []): Promise<RedisServer> {
-  const port = await freePort();
+export async function startRedis(extra: string[] = [], port?: number): Promise<RedisServer> {
+  port ??= await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'herald-redis-'));
   let child = await launch(port, dir, extra);
   return {
@@ -65,6 +65,27 @@ export async function startRedis(extra: string[] = []): Promise<RedisServer> {
   };
 }
 
+/** A free port whose cluster bus port (port + 10000) is free too, below the ephemeral range. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    if ((await bindable(port)) && (await bindable(port + 10_000))) return port;
+  }
+}
+
+async function bindable(port: number): Promise<boolean> {
+  const server = createServer();
+  try {
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    server.close();
+    await once(server, 'close');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface RedisCluster {
   /** The masters as host:port. */
   nodes: string[];
@@ -75,17 +96,25 @@ export interface RedisCluster {
 /** Three masters, no replicas, every slot assigned, cluster_state:ok on each. */
 export async function startRedisCluster(): Promise<RedisCluster> {
   const servers: RedisServer[] = [];
-  for (let i = 0; i < 3; i++) {
-    const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
-    servers.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000']));
-  }
-  const nodes = servers.map((server) => `127.0.0.1:${server.port}`);
-  await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
-  for (const server of servers) {
-    for (let tries = 0; !(await server.cli('cluster', 'info')).includes('cluster_state:ok'); tries++) {
-      if (tries > 100) throw new Error('the Redis Cluster did not become ok');
-      await new Promise((resolve) => setTimeout(resolve, 100));
+  const stop = async () => void (await Promise.all(servers.map((server) => server.stop())));
+  try {
+    for (let i = 0; i < 3; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
+      const options = ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', '5000'];
+      servers.push(await startRedis(options, await freeClusterPort()));
     }
+    const nodes = servers.map((server) => `127.0.0.1:${server.port}`);
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    for (const server of servers) {
+      // Nothing announces the cluster's state: poll it.
+      for (let tries = 0; !(await server.cli('cluster', 'info')).includes('cluster_state:ok'); tries++) {
+        if (tries > 100) throw new Error('the Redis Cluster did not become ok');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    return { nodes, servers, stop };
+  } catch (error) {
+    await stop();
+    throw error;
   }
-  return { nodes, servers, stop: async () => void (await Promise.all(servers.map((server) => server.stop()))) };
 }
