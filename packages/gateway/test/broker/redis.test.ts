@@ -137,6 +137,20 @@ describe('on one redis-server', () => {
     assert.ok(removed >= 3 && removed <= 4, `the last one to leave removes it, once: ${removed} SREMs`);
   });
 
+  test('a node restarted under the same id clears the routes its previous life left', async () => {
+    const first = broker({ target: { url: redis.url }, nodeId: 'reborn', observer: watcher().observer, leaseMs: 60_000 });
+    await first.start(() => {});
+    await first.addRoute(routeOf('order-updates', { recipientId: 'old' }));
+    // As if killed: no close() yet, its lease still valid, when the same id starts again.
+    const again = broker({ target: { url: redis.url }, nodeId: 'reborn', observer: watcher().observer, leaseMs: 60_000 });
+    await again.start(() => {});
+    const emitter = broker({ target: { url: redis.url }, nodeId: 'emitter-3', observer: watcher().observer });
+    await emitter.start(() => {});
+    assert.equal(await emitter.publish('order-updates', { recipientId: 'old' }), 0);
+    await Promise.all([again.close(), emitter.close()]);
+    await first.close();
+  });
+
   test('a drained node leaves nothing behind', async () => {
     const prefix = `drain${randomBytes(3).toString('hex')}`;
     const node = broker({ target: { url: redis.url }, nodeId: 'drained', observer: watcher().observer, keyPrefix: prefix });

@@ -64,6 +64,10 @@ export class RedisBroker implements Broker {
   async start(onDelivery: DeliveryHandler): Promise<void> {
     this.#onDelivery = onDelivery;
     await this.#connection.whenReady();
+    // A node restarted under the same id (HERALD_NODE_ID) before its lease expired holds none of its old
+    // routes: clear them, or emits would keep being published for clients that are gone.
+    const previous = await this.#connection.commands.smembers(this.#keys.nodeRoutes(this.nodeId));
+    if (previous.length > 0) await this.#lease.remove(this.nodeId, previous);
     await this.#connection.subscribe(this.#keys.channel(this.nodeId), (message) => this.#receive(message));
     await this.#lease.start();
   }
