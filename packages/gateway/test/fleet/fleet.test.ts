@@ -188,6 +188,11 @@ test('kill -9 of a node: its routes are swept, its clients come back registered,
   const backAfter = Date.now() - killedAt;
   await until(async () => (await redis.cli('exists', `gw:node:{${victim.id}}:routes`)) === '0', 'the dead node to be swept', 15_000);
   assert.equal(await redis.cli('zscore', 'gw:{nodes}', victim.id), '');
+  // Swept: an emit for any of its former clients goes to the one node that holds them now, not to its channel.
+  for (const person of people) {
+    assert.equal((await emit(fleet, 'order-updates', { recipientId: person.recipientId, tag: 'routed' })).nodes, 1);
+  }
+  for (const person of people) assert.deepEqual((await person.next()).eventData, { recipientId: person.recipientId, tag: 'routed' });
   await everyoneReached(people, fleet, 'after kill');
   assert.ok(backAfter < 7000, `clients back after ${backAfter} ms`);
   await Promise.all(people.map((person) => person.client.close()));

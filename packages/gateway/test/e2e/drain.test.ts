@@ -1,0 +1,32 @@
+/** Draining one node: not ready at once, new clients refused, every client told 1001 in batches. */
+import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import { once } from 'node:events';
+import { test } from 'node:test';
+import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
+
+test('close(): /readyz 503 at once, upgrades refused with 503, clients closed with 1001 in batches', async () => {
+  const node = await startNode((raw) => {
+    raw.drain = { batchSize: 2, batchIntervalMs: 100, deadlineMs: 5000 };
+  });
+  const token = await apiToken(node);
+  const clients = await Promise.all(Array.from({ length: 6 }, () => TestSocket.connect(node, token)));
+  await Promise.all(clients.map((client) => client.register(onEvent('announcements'))));
+  const closedAt: number[] = [];
+  for (const client of clients) void client.closed.then(({ code }) => closedAt.push(code === 1001 ? Date.now() : -code));
+
+  const drained = node.close();
+  assert.equal((await fetch(`${node.http}/readyz`)).status, 503);
+  const upgrade = get(`${node.http}/?x-am-authorization=${token}`, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+  });
+  const [response] = await once(upgrade, 'response');
+  assert.equal(response.statusCode, 503);
+  response.resume();
+  await drained;
+  await Promise.all(clients.map((client) => client.closed));
+  assert.equal(closedAt.length, 6);
+  assert.ok(closedAt.every((at) => at > 0), `every client was told 1001: ${closedAt}`);
+  // Three batches of two, 100 ms apart: the last client heard at least ~200 ms after the first.
+  assert.ok(Math.max(...closedAt) - Math.min(...closedAt) >= 150, 'the closes were spread out');
+});
