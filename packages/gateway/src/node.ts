@@ -17,9 +17,11 @@ import type { Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
 import { EventCatalogue } from './events/catalogue.ts';
+import { TableCatalogue } from './events/tables.ts';
 import { installErrorHandling } from './http/envelope.ts';
 import { healthRoutes } from './http/health.ts';
 import { systemApi } from './http/system-api.ts';
+import { tableRoutes } from './http/tables.ts';
 import { Hub } from './hub/hub.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { Admission } from './transport/admission.ts';
@@ -59,7 +61,8 @@ export class Gateway {
     const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
     this.authenticator = new JwtAuthenticator({ config, dataSources });
-    const catalogue = new EventCatalogue(config.events);
+    const tables = new TableCatalogue(config.instances);
+    const catalogue = new EventCatalogue(config.events, tables);
     installErrorHandling(this.#app, this.metrics);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
     const transport = new WebSocketTransport({
@@ -83,6 +86,7 @@ export class Gateway {
     this.#app.register(async (app) => {
       transport.route(app);
       systemApi(app, { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics });
+      tableRoutes(app, { userPath: config.userPath, authenticator: this.authenticator, tables, dataSources, broker, metrics: this.metrics });
       healthRoutes(app, { metrics: this.metrics, ready: () => this.#ready && this.broker.ready() });
     });
   }

@@ -6,7 +6,10 @@ export type Scalar = string | number | boolean;
 export type Criteria = Record<string, Scalar>;
 
 export const EventType = {
+  /** Events the application emits over HTTP (emit-event-ws). */
   CUSTOM_WS_EVENTS: 'CUSTOM_WS_EVENTS',
+  /** Events of a table: rows saved through the table API (apiName SCHEMA_POST_BULK_INSERT). */
+  INSTANCES: 'INSTANCES',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -15,10 +18,17 @@ export interface Condition {
   criteria: Criteria;
 }
 
+/** The apiName of an INSTANCES event: rows were saved in the named collection. */
+export const SCHEMA_POST_BULK_INSERT = 'SCHEMA_POST_BULK_INSERT';
+
 /** One entry of a REGISTER frame's onEvents. */
 export interface OnEvent {
   eventType: EventType;
   apiName: string;
+  /** INSTANCES events name the collection whose saves they follow. */
+  instance?: string;
+  database?: string;
+  collection?: string;
   /** Default true: the notification carries eventData. */
   getEventData: boolean;
   /** Field names to keep from eventData; absent means all of it. */

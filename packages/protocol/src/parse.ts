@@ -1,6 +1,6 @@
 /** Parse and structurally validate client frames. Semantic checks (does the event exist?) belong to the gateway. */
 import { ErrorCode, type WireError } from './codes.ts';
-import { EventType, type Criteria, type OnEvent } from './messages.ts';
+import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent } from './messages.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: WireError[] };
 
@@ -68,12 +68,15 @@ function parseSelect(select: unknown): Parsed<string[] | undefined> {
 /** One REGISTER entry: shape only. `select` may be an array or "a,b" as API Maker accepts both. */
 export function parseOnEvent(entry: unknown): Parsed<OnEvent> {
   if (!isRecord(entry)) return fail(ErrorCode.BAD_FRAME, 'each onEvents entry must be an object');
-  if (entry.eventType !== EventType.CUSTOM_WS_EVENTS) {
-    return fail(ErrorCode.UNKNOWN_EVENT_TYPE, `eventType ${JSON.stringify(entry.eventType)} is not supported`);
+  const { eventType } = entry;
+  if (eventType !== EventType.CUSTOM_WS_EVENTS && eventType !== EventType.INSTANCES) {
+    return fail(ErrorCode.UNKNOWN_EVENT_TYPE, `eventType ${JSON.stringify(eventType)} is not supported`);
   }
   if (typeof entry.apiName !== 'string' || entry.apiName.length === 0) {
     return fail(ErrorCode.BAD_FRAME, 'apiName must be a non-empty string');
   }
+  const table = eventType === EventType.INSTANCES ? parseTable(entry) : { ok: true as const, value: {} };
+  if (!table.ok) return table;
   if (entry.getEventData !== undefined && typeof entry.getEventData !== 'boolean') {
     return fail(ErrorCode.BAD_FRAME, 'getEventData must be a boolean');
   }
@@ -82,13 +85,28 @@ export function parseOnEvent(entry: unknown): Parsed<OnEvent> {
   const select = parseSelect(entry.select);
   if (!select.ok) return select;
   const onEvent: OnEvent = {
-    eventType: entry.eventType,
+    eventType,
     apiName: entry.apiName,
+    ...table.value,
     getEventData: entry.getEventData ?? true,
   };
   if (select.value) onEvent.select = select.value;
   if (criteria.value) onEvent.condition = { conditionType: 'RESPONSE', criteria: criteria.value };
   return { ok: true, value: onEvent };
+}
+
+/** An INSTANCES entry: SCHEMA_POST_BULK_INSERT of a named instance, database and collection. */
+function parseTable(entry: Record<string, unknown>): Parsed<Pick<OnEvent, 'instance' | 'database' | 'collection'>> {
+  if (entry.apiName !== SCHEMA_POST_BULK_INSERT) {
+    return fail(ErrorCode.UNKNOWN_EVENT, `INSTANCES events are ${SCHEMA_POST_BULK_INSERT}, not ${JSON.stringify(entry.apiName)}`);
+  }
+  const { instance, database, collection } = entry;
+  for (const [field, value] of Object.entries({ instance, database, collection })) {
+    if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(value)) {
+      return fail(ErrorCode.BAD_FRAME, `${field} must name the ${field} (letters, digits, "_", "." and "-")`);
+    }
+  }
+  return { ok: true, value: { instance: instance as string, database: database as string, collection: collection as string } };
 }
 
 export function parseEventId(entry: unknown): Parsed<string> {

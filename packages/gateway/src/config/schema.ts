@@ -64,6 +64,11 @@ const collection = z
   .object({
     /** JSON file (an array of rows) loaded into the in-memory data source; relative to the config file. */
     seed: z.string().optional(),
+    /**
+     * Who may use the table API on it and follow its inserts: `public` (anyone), `apiUser` (an API user
+     * token), `both` (an API user token and a person token). Default `both`.
+     */
+    access: z.enum(['public', 'apiUser', 'both']).default('both'),
   })
   .strict();
 
@@ -159,3 +164,4 @@ export type Config = z.infer<typeof configSchema>;
 export type EventConfig = Config['events'][string];
 export type TokenGeneratorConfig = Config['tokenGenerators'][string];
 export type InstanceConfig = Config['instances'][string];
+export type TableAccess = InstanceConfig['databases'][string]['collections'][string]['access'];

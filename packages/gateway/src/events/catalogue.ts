@@ -1,9 +1,10 @@
 /** The event catalogue: which events exist, who may register and emit them, and which criteria bind to a person. */
-import type { Criteria } from '@herald/protocol';
+import { EventType, type OnEvent } from '@herald/protocol';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { Config } from '../config/schema.ts';
 import { GatewayError } from '../errors.ts';
 import { scalarString } from './routing.ts';
+import type { TableCatalogue } from './tables.ts';
 
 export interface EventDefinition {
   readonly name: string;
@@ -20,8 +21,10 @@ const anyShared = (groups: ReadonlySet<string>, allowed: ReadonlySet<string>): b
 
 export class EventCatalogue {
   readonly #events = new Map<string, EventDefinition>();
+  readonly #tables: TableCatalogue;
 
-  constructor(events: Config['events']) {
+  constructor(events: Config['events'], tables: TableCatalogue) {
+    this.#tables = tables;
     for (const [name, { groups, bind }] of Object.entries(events)) {
       this.#events.set(name, {
         name,
@@ -48,8 +51,23 @@ export class EventCatalogue {
     return event;
   }
 
-  /** Throws what forbids this registration: UNKNOWN_EVENT, EVENT_FORBIDDEN, PERSON_TOKEN_REQUIRED, CRITERIA_NOT_YOURS. */
-  checkRegistration(name: string, user: ApiUser, person: Person | undefined, criteria: Criteria | undefined): void {
+  /**
+   * Throws what forbids this registration: UNKNOWN_EVENT, EVENT_FORBIDDEN, PERSON_TOKEN_REQUIRED,
+   * CRITERIA_NOT_YOURS; for a table's inserts, what forbids reading the table.
+   */
+  checkRegistration(onEvent: OnEvent, user: ApiUser, person: Person | undefined): void {
+    if (onEvent.eventType === EventType.INSTANCES) {
+      const { instance = '', database = '', collection = '' } = onEvent;
+      try {
+        this.#tables.check({ instance, database, collection }, { apiUser: user, person });
+      } catch (error) {
+        if (error instanceof GatewayError && error.code === 'NOT_FOUND') throw new GatewayError('UNKNOWN_EVENT', error.message);
+        throw error;
+      }
+      return;
+    }
+    const { apiName: name } = onEvent;
+    const criteria = onEvent.condition?.criteria;
     const event = this.get(name);
     if (!anyShared(user.groups, event.registerGroups)) {
       throw new GatewayError('EVENT_FORBIDDEN', `API user ${user.name} may not register ${name}`);

@@ -6,7 +6,7 @@
  * name routes across the fleet (the broker's registry), so they must be stable strings.
  */
 import { createHash } from 'node:crypto';
-import type { Criteria, OnEvent, Scalar } from '@herald/protocol';
+import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent, type Scalar } from '@herald/protocol';
 
 /** A route: an event, a criteria shape, and the values of that shape's fields. */
 export interface Route {
@@ -16,6 +16,17 @@ export interface Route {
   readonly valuesKey: string;
   /** `<event>|<shapeKey>|<valuesKey>`: unique across the fleet. */
   readonly key: string;
+}
+
+/** The internal event name of a table's inserts: it routes like any event name (it holds no "|"). */
+export function tableEvent(instance: string, database: string, collection: string): string {
+  return `${SCHEMA_POST_BULK_INSERT}:${instance}/${database}/${collection}`;
+}
+
+/** The event name a REGISTER entry routes under. */
+export function routeEventOf(onEvent: OnEvent): string {
+  if (onEvent.eventType !== EventType.INSTANCES) return onEvent.apiName;
+  return tableEvent(onEvent.instance ?? '', onEvent.database ?? '', onEvent.collection ?? '');
 }
 
 /** Equality is on the string form of scalars, so `2` and `"2"` match (JSON clients disagree on id types). */

@@ -7,10 +7,10 @@
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
  */
-import { EventType, encodeNotification, type OnEvent, type ValidOnEvent } from '@herald/protocol';
+import { encodeNotification, type OnEvent, type ValidOnEvent } from '@herald/protocol';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
-import { eventIdOf, project, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
+import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Session } from './session.ts';
 
@@ -73,7 +73,7 @@ export class Hub {
 
   /** Index a checked REGISTER entry; resolves once the fleet can route to it. Throws TOO_MANY_SUBSCRIPTIONS. */
   async subscribe(session: Session, onEvent: OnEvent): Promise<ValidOnEvent> {
-    const route = routeOf(onEvent.apiName, onEvent.condition?.criteria);
+    const route = routeOf(routeEventOf(onEvent), onEvent.condition?.criteria);
     const eventId = eventIdOf(route, onEvent);
     const existing = session.subscriptions?.get(eventId);
     if (existing) {
@@ -170,7 +170,7 @@ export class Hub {
       if (onEvent.getEventData) {
         json = onEvent.select ? JSON.stringify(project(eventData, onEvent.select)) : (fullJson ??= JSON.stringify(eventData));
       }
-      const frame = encodeNotification(eventId, EventType.CUSTOM_WS_EVENTS, json);
+      const frame = encodeNotification(eventId, onEvent.eventType, json);
       for (const session of sessions) {
         this.#write(session, frame);
         yield;

@@ -191,12 +191,7 @@ export class WebSocketTransport implements SessionHandler {
     if (!parsed.ok) return invalid(entry, parsed.errors);
     const onEvent = parsed.value;
     try {
-      this.#options.catalogue.checkRegistration(
-        onEvent.apiName,
-        session.apiUser,
-        session.person,
-        onEvent.condition?.criteria,
-      );
+      this.#options.catalogue.checkRegistration(onEvent, session.apiUser, session.person);
       return await this.#options.hub.subscribe(session, onEvent);
     } catch (error) {
       if (error instanceof GatewayError) return invalid(entry, [error.toWire()]);

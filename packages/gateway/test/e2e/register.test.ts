@@ -51,7 +51,7 @@ describe('REGISTER', () => {
       onEvent('no-such-event'),
       onEvent('staff-only'),
       onEvent('announcements', { region: { $ne: 'EU' } }),
-      { ...onEvent('announcements'), eventType: 'INSTANCES' },
+      { ...onEvent('announcements'), eventType: 'DATABASE_EVENTS' },
       'not an object',
       onEvent('announcements'),
     );

@@ -1,0 +1,92 @@
+/**
+ * The table API: read a collection, save rows into it. Every successful save notifies the clients registered
+ * for the table's SCHEMA_POST_BULK_INSERT, one notification per saved row that their criteria match; a failed
+ * save notifies nobody. Routes only translate: access is the TableCatalogue's, storage the DataSource's.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticator.ts';
+import type { Broker } from '../broker/broker.ts';
+import type { DataSource, Filter, Row } from '../data/data-source.ts';
+import { GatewayError } from '../errors.ts';
+import { tableEvent } from '../events/routing.ts';
+import type { Caller, TableCatalogue, TableRef } from '../events/tables.ts';
+import type { Metrics } from '../metrics.ts';
+import { ok } from './envelope.ts';
+
+/** Rows in one save: a bound on the work (and the notifications) one request can cause. */
+export const MAX_ROWS_PER_SAVE = 1000;
+
+export interface TablesOptions {
+  userPath: string;
+  authenticator: Authenticator;
+  tables: TableCatalogue;
+  dataSources: ReadonlyMap<string, DataSource>;
+  broker: Broker;
+  metrics: Metrics;
+}
+
+const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function parseFind(find: unknown): Filter | undefined {
+  if (find === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(String(find));
+    if (isRow(parsed)) return parsed as Filter;
+  } catch {
+    // answered below
+  }
+  throw new GatewayError('BAD_REQUEST', 'querystring/find must be a JSON object, e.g. find={"country":"India"}');
+}
+
+function rowsOf(body: unknown): Row[] {
+  const rows = Array.isArray(body) ? body : [body];
+  if (rows.length === 0 || rows.length > MAX_ROWS_PER_SAVE || !rows.every(isRow)) {
+    throw new GatewayError('BAD_REQUEST', `body must be a row (an object) or an array of 1 to ${MAX_ROWS_PER_SAVE} rows`);
+  }
+  return rows;
+}
+
+export function tableRoutes(app: FastifyInstance, options: TablesOptions): void {
+  const { authenticator, tables, dataSources, broker, metrics } = options;
+  const prefix = `/api/schema/${options.userPath}/:instance/:database/:collection`;
+
+  /** The tokens given, checked; then whether they are enough for this table. */
+  const authorize = (request: FastifyRequest): TableRef => {
+    const apiToken = header(request, 'x-am-authorization');
+    const personToken = header(request, 'x-am-user-authorization');
+    const caller: Caller = {
+      apiUser: apiToken === undefined ? undefined : authenticator.verifyApiUser(apiToken),
+      person: personToken === undefined ? undefined : authenticator.verifyPerson(personToken),
+    };
+    const ref = request.params as TableRef;
+    tables.check(ref, caller);
+    return ref;
+  };
+  const sourceOf = ({ instance }: TableRef): DataSource => {
+    const source = dataSources.get(instance);
+    if (!source) throw new GatewayError('NOT_FOUND', `no instance ${instance}`);
+    return source;
+  };
+
+  app.get(prefix, async (request) => {
+    const ref = authorize(request);
+    const find = parseFind((request.query as Record<string, unknown>).find);
+    return ok(await sourceOf(ref).getAll({ ...ref, ...(find && { find }) }));
+  });
+
+  app.post(`${prefix}/save-single-or-multiple`, async (request) => {
+    const ref = authorize(request);
+    const saved = await sourceOf(ref).insert(ref, rowsOf(request.body));
+    const event = tableEvent(ref.instance, ref.database, ref.collection);
+    // The rows are saved whatever happens next; a fleet that cannot be reached loses their notifications, counted.
+    const published = await Promise.allSettled(saved.map((row) => broker.publish(event, row)));
+    const failed = published.filter((outcome) => outcome.status === 'rejected').length;
+    if (failed > 0) metrics.emitsFailed.inc(failed);
+    return ok(saved);
+  });
+}
