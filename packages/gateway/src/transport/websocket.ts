@@ -2,6 +2,8 @@
  * The WebSocket transport: owns sockets from upgrade to close. The upgrade runs through fastify's routing
  * (@fastify/websocket), so token checks are an onRequest hook; frames are parsed here and turned into hub calls.
  */
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import {
@@ -56,6 +58,15 @@ function onClose(this: SessionSocket, code: number): void {
 function onPong(this: SessionSocket): void {
   const session = this[kSession];
   if (session) session.alive = true;
+}
+
+/**
+ * The upgrade went through a ServerResponse that stays assigned to the TCP socket (socket._httpMessage),
+ * and with it the request: a few KB per connection for its whole life. Detach it once the socket is ours.
+ */
+function releaseHttpObjects(request: FastifyRequest): void {
+  const tcp = request.raw.socket as Socket & { _httpMessage?: ServerResponse | null };
+  tcp._httpMessage?.detachSocket(tcp);
 }
 
 /** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
@@ -144,6 +155,7 @@ export class WebSocketTransport implements SessionHandler {
     // as long as the socket; ours holds nothing. Errors (resets, 1009) still end in a counted 'close'.
     socket.removeAllListeners('error');
     socket.on('error', onError);
+    releaseHttpObjects(request);
     const identity = request.identity;
     const slot = slotOf(request.raw);
     if (!identity?.ok) {
