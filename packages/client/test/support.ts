@@ -26,12 +26,13 @@ export async function restart(node: Node): Promise<Node> {
   return startNode(node.configFile, node.port);
 }
 
-/** A copy of the default config whose tokens live one second (seed path made absolute: the copy lives elsewhere). */
+/** A copy of the default config whose tokens live one second (file paths made absolute: the copy lives elsewhere). */
 export function shortLivedConfig(): string {
-  const seed = resolve(dirname(DEFAULT_CONFIG_FILE), '../data/customers.json');
   const text = readFileSync(DEFAULT_CONFIG_FILE, 'utf8');
-  const adjusted = text.replace('tokenTtlSeconds: 3600', 'tokenTtlSeconds: 1').replace('seed: ../data/customers.json', `seed: ${seed}`);
-  assert.ok(adjusted.includes('tokenTtlSeconds: 1') && adjusted.includes(seed), 'default.yaml changed shape');
+  const adjusted = text
+    .replace('tokenTtlSeconds: 3600', 'tokenTtlSeconds: 1')
+    .replace(/\b(seed|file): ([^\s,}]+)/g, (_, key: string, path: string) => `${key}: ${resolve(dirname(DEFAULT_CONFIG_FILE), path)}`);
+  assert.ok(adjusted.includes('tokenTtlSeconds: 1') && adjusted.includes(`seed: /`), 'default.yaml changed shape');
   const file = join(mkdtempSync(join(tmpdir(), 'herald-client-')), 'short-lived.yaml');
   writeFileSync(file, adjusted);
   return file;

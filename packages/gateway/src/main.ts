@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-node-snapshot
 /**
  * The `herald-gateway` command: the composition root, and the only place that reads the environment.
  *

@@ -1,5 +1,5 @@
 /** Every instrument of a node, in one registry per node (tests run several nodes in one process). */
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -97,6 +97,19 @@ export function createMetrics() {
       collect() {
         this.set(process.resourceUsage().maxRSS * 1024);
       },
+    }),
+    canConnect: new Counter({
+      name: 'herald_can_connect_total',
+      help: "Calls of events' can-connect code, by event, runner and result (allowed, refused, threw, timeout, memory, bad_result, unavailable)",
+      labelNames: ['event', 'runner', 'result'],
+      registers,
+    }),
+    canConnectSeconds: new Histogram({
+      name: 'herald_can_connect_seconds',
+      help: 'Time a can-connect call took, by runner',
+      labelNames: ['runner'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.25, 1, 5],
+      registers,
     }),
     pingTimeouts: new Counter({
       name: 'herald_ping_timeouts_total',

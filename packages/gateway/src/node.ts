@@ -16,6 +16,10 @@ import { RedisBroker } from './broker/redis/broker.ts';
 import type { Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
+import { CanConnectGate } from './code/gate.ts';
+import { prepareEvents } from './code/prepare.ts';
+import { CodeRunners } from './code/runners.ts';
+import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
 import { TableCatalogue } from './events/tables.ts';
 import { installErrorHandling } from './http/envelope.ts';
@@ -47,6 +51,7 @@ export class Gateway {
   readonly #app: FastifyInstance;
   readonly #dataSources: ReadonlyMap<string, DataSource>;
   readonly #admission: Admission;
+  readonly #runners: CodeRunners;
   #ready = false;
 
   private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps) {
@@ -65,9 +70,21 @@ export class Gateway {
     const catalogue = new EventCatalogue(config.events, tables);
     installErrorHandling(this.#app, this.metrics);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
+    this.#runners = new CodeRunners(config.code);
+    const prepared = prepareEvents(config.events);
+    for (const [event, { lean, reasons }] of prepared) {
+      this.#app.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
+    }
+    const gate = new CanConnectGate({
+      prepared,
+      runners: this.#runners,
+      sys: dataSourceCalls(dataSources),
+      metrics: this.metrics,
+    });
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
       catalogue,
+      gate,
       hub: this.hub,
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
@@ -157,6 +174,7 @@ export class Gateway {
       }
     }
     await this.#app.close();
+    await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
   }
 }

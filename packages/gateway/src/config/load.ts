@@ -48,7 +48,7 @@ export function parseConfig(raw: unknown, baseDir: string, overrides: ConfigOver
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const config = result.data;
-  resolveSeeds(config, baseDir);
+  resolveFiles(config, baseDir);
   checkReferences(config);
   if (overrides.production) refuseShippedSecrets(config);
   return deepFreeze(config);
@@ -88,7 +88,11 @@ function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
   };
 }
 
-function resolveSeeds(config: Config, baseDir: string): void {
+/** Seeds and code files are named relative to the config file. */
+function resolveFiles(config: Config, baseDir: string): void {
+  for (const { canConnect } of Object.values(config.events)) {
+    if (canConnect?.file !== undefined) canConnect.file = resolve(baseDir, canConnect.file);
+  }
   for (const instance of Object.values(config.instances)) {
     for (const database of Object.values(instance.databases)) {
       for (const collection of Object.values(database.collections)) {

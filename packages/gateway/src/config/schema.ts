@@ -92,6 +92,45 @@ const tokenGenerator = z
   })
   .strict();
 
+const canConnect = z
+  .object({
+    /** TypeScript or JavaScript declaring `async function main(g)`; types are stripped, not compiled. */
+    code: z.string().min(1).optional(),
+    /** A file holding it, relative to the config file. */
+    file: z.string().min(1).optional(),
+    /** `auto` (default): lean code runs in an isolate, the rest in the sandbox; or force either. */
+    runner: z.enum(['auto', 'isolate', 'sandbox']).default('auto'),
+  })
+  .strict()
+  .refine((c) => (c.code === undefined) !== (c.file === undefined), { message: 'set exactly one of code and file' });
+
+const code = z
+  .object({
+    /** isolated-vm isolates per node, for lean code. Default 2. */
+    isolates: z.number().int().min(1).default(2),
+    /** Sandbox workers (processes, or containers with `docker`) per node. Default 2. */
+    sandboxes: z.number().int().min(1).default(2),
+    /** Time one call may take; past it the call is a refusal (timeout). Default 1000 ms. */
+    timeoutMs: z.number().int().min(10).default(1000),
+    /** Heap of each isolate or worker; a blow-up is a refusal (memory). Default 32 MB. */
+    memoryMb: z.number().int().min(16).default(32),
+    /** Calls waiting for a free isolate or worker; past it, a refusal (unavailable). Default 1024. */
+    queue: z.number().int().min(0).default(1024),
+    /** Run sandbox code in Docker containers through this endpoint instead of worker processes. */
+    docker: z
+      .object({
+        socketPath: z.string().min(1).optional(),
+        host: z.string().min(1).optional(),
+        port: z.number().int().min(1).max(65535).optional(),
+        /** The image the workers run in; it must already be on the engine. Default node:24-slim. */
+        image: z.string().min(1).default('node:24-slim'),
+      })
+      .strict()
+      .refine((d) => d.socketPath === undefined || d.host === undefined, { message: 'set socketPath or host, not both' })
+      .optional(),
+  })
+  .strict();
+
 const event = z
   .object({
     /** Groups whose API users may REGISTER this event / emit it. */
@@ -101,6 +140,8 @@ const event = z
      * criteria whose recipientId equals the customer_id in their token. Bound fields are required.
      */
     bind: z.record(z.string().regex(/^[^,|]+$/, 'a criteria field, without "," or "|"'), z.string().min(1)).default({}),
+    /** Code that decides, per REGISTER, whether the client may subscribe. */
+    canConnect: canConnect.optional(),
   })
   .strict();
 
@@ -157,6 +198,7 @@ export const configSchema = z
     instances: z.record(name, instance).default({}),
     tokenGenerators: z.record(name, tokenGenerator).default({}),
     events: z.record(name, event),
+    code: code.prefault({}),
   })
   .strict();
 

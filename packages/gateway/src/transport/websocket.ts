@@ -20,6 +20,7 @@ import {
   type WireError,
 } from '@herald/protocol';
 import type { ApiUser, Authenticator, Person } from '../auth/authenticator.ts';
+import type { CanConnectGate } from '../code/gate.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Hub } from '../hub/hub.ts';
@@ -75,6 +76,8 @@ function onError(): void {}
 export interface TransportOptions {
   authenticator: Authenticator;
   catalogue: EventCatalogue;
+  /** Runs events' can-connect code. */
+  gate: CanConnectGate;
   hub: Hub;
   metrics: Metrics;
   pingIntervalMs: number;
@@ -204,6 +207,7 @@ export class WebSocketTransport implements SessionHandler {
     const onEvent = parsed.value;
     try {
       this.#options.catalogue.checkRegistration(onEvent, session.apiUser, session.person);
+      await this.#options.gate.check(onEvent, session.apiUser, session.person);
       return await this.#options.hub.subscribe(session, onEvent);
     } catch (error) {
       if (error instanceof GatewayError) return invalid(entry, [error.toWire()]);

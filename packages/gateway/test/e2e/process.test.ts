@@ -17,7 +17,7 @@ interface Run {
 }
 
 function run(env: Record<string, string>): { child: ReturnType<typeof spawn>; done: Promise<Run>; stdout: () => string } {
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
+  const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -22,7 +22,7 @@ async function metricOf(http: string, name: string): Promise<number> {
 /** Connect and register `CLIENTS` clients in batches of `batch`; answers the node's peak RSS growth (bytes). */
 async function peakGrowth(batch: number): Promise<{ growth: number; peakHandshakes: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], { env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, stdio: 'ignore' });
+  const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, stdio: 'ignore' });
   const http = `http://127.0.0.1:${port}`;
   try {
     await until(async () => (await fetch(`${http}/readyz`)).status === 200, 'the node to start');

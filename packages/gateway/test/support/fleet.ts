@@ -14,7 +14,6 @@ import { freePort } from './redis.ts';
 
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const HAPROXY_TEMPLATE = new URL('../../../../infra/haproxy/haproxy.cfg.tmpl', import.meta.url).pathname;
-const SEED = new URL('../../data/customers.json', import.meta.url).pathname;
 
 export interface FleetNode {
   id: string;
@@ -46,7 +45,6 @@ const ok = async (url: string) => (await fetch(url)).status === 200;
 
 function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
   const raw = defaultRawConfig();
-  raw.instances.mongodb.databases.am_bench.collections.customers.seed = SEED;
   raw.redis = { url: 'redis://overridden-by-REDIS_URL:1', leaseMs: 2000, sweepIntervalMs: 300 };
   raw.drain = { batchSize: 2, batchIntervalMs: 50, deadlineMs: 10_000 };
   adjust(raw);
@@ -58,7 +56,7 @@ function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
 async function startNode(id: string, config: string, redisUrl: string): Promise<FleetNode> {
   const port = await freePort();
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'warn' };
-  const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited };
   await until(() => ok(`${node.http}/readyz`), `${id} to be ready`);

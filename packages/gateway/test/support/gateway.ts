@@ -1,6 +1,6 @@
 /** Test support: real gateway nodes on port 0, real token requests, real WebSocket clients. */
 import { readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { once } from 'node:events';
 import { parse as parseYaml } from 'yaml';
 import WebSocket from 'ws';
@@ -11,10 +11,19 @@ import { Gateway, type GatewayDeps } from '../../src/node.ts';
 
 export type RawConfig = Record<string, any>;
 
-/** The shipped default config as a plain object, on a free loopback port, for a test to adjust. */
+/**
+ * The shipped default config as a plain object, on a free loopback port, for a test to adjust; the files it
+ * names (seeds, code) are made absolute, so a test may write it anywhere.
+ */
 export function defaultRawConfig(): RawConfig {
   const raw = parseYaml(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as RawConfig;
   raw.server = { port: 0, host: '127.0.0.1' };
+  const absolute = (path: string) => resolve(dirname(DEFAULT_CONFIG_FILE), path);
+  const customers = raw.instances.mongodb.databases.am_bench.collections.customers;
+  customers.seed = absolute(customers.seed);
+  for (const event of Object.values<RawConfig>(raw.events)) {
+    if (event.canConnect?.file) event.canConnect.file = absolute(event.canConnect.file);
+  }
   return raw;
 }
 

@@ -1,0 +1,64 @@
+/**
+ * The node's code runners, built once from config `code`: an isolate pool for lean code and a sandbox
+ * (worker processes, or containers when `code.docker` is set) for the rest. Each is created on first use,
+ * so a node whose events carry no code, or only lean code, starts no process and writes no file.
+ */
+import type { ApiUser, Person } from '../auth/authenticator.ts';
+import type { CanConnectRequest, CanConnectVerdict, CodeRunner, PreparedCode, RunnerLimits, SystemCalls } from './code-runner.ts';
+import { IsolateRunner } from './isolate.ts';
+import { dockerSandbox, type DockerEndpoint } from './sandbox-docker.ts';
+import { processSandbox } from './sandbox-process.ts';
+
+/** Config `code` (defaults in DEFAULT_CODE_OPTIONS). */
+export interface CodeOptions {
+  isolates: number;
+  sandboxes: number;
+  timeoutMs: number;
+  memoryMb: number;
+  queue: number;
+  docker?: DockerEndpoint | undefined;
+}
+
+export const DEFAULT_CODE_OPTIONS: Readonly<CodeOptions> = { isolates: 2, sandboxes: 2, timeoutMs: 1000, memoryMb: 32, queue: 1024 };
+
+export class CodeRunners {
+  readonly #options: CodeOptions;
+  #isolate: CodeRunner | undefined;
+  #sandbox: CodeRunner | undefined;
+
+  constructor(options: CodeOptions = DEFAULT_CODE_OPTIONS) {
+    this.#options = options;
+  }
+
+  get isolate(): CodeRunner {
+    this.#isolate ??= new IsolateRunner(this.#limits(this.#options.isolates));
+    return this.#isolate;
+  }
+
+  get sandbox(): CodeRunner {
+    const { docker, sandboxes } = this.#options;
+    this.#sandbox ??= docker ? dockerSandbox(this.#limits(sandboxes), docker) : processSandbox(this.#limits(sandboxes));
+    return this.#sandbox;
+  }
+
+  /** Runs `code` where its placement says. Never rejects: failures are verdicts with `failure` set. */
+  canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
+    return (code.lean ? this.isolate : this.sandbox).canConnect(code, request, sys);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#isolate?.close(), this.#sandbox?.close()]);
+  }
+
+  #limits(size: number): RunnerLimits {
+    const { timeoutMs, memoryMb, queue } = this.#options;
+    return { size, timeoutMs, memoryMb, queue };
+  }
+}
+
+/** `g.req` from what the transport knows of a REGISTER entry: plain values only, copied into the runner. */
+export function canConnectRequest(user: ApiUser, person: Person | undefined, entry: Record<string, unknown>): CanConnectRequest {
+  const auth: CanConnectRequest['auth'] = { apiUser: { name: user.name, groups: [...user.groups] } };
+  if (person) auth.person = { ...person.fields };
+  return { auth, eventData: entry };
+}

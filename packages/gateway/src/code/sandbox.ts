@@ -1,0 +1,261 @@
+/**
+ * The sandbox runner: code that is not lean runs in worker processes (sandbox-process.ts) or containers
+ * (sandbox-docker.ts) beside the node, each running sandbox-worker.ts. This file is what both share: the
+ * code files, the pool, one call at a time per worker, g.sys.db.getAll served from the node, the time
+ * limit (the node kills a worker that does not answer in time) and a new worker after any death.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type {
+  CanConnectRequest,
+  CanConnectVerdict,
+  CodeRunner,
+  GetAllQuery,
+  PreparedCode,
+  RunnerLimits,
+  SystemCalls,
+} from './code-runner.ts';
+import { SlotPool } from './pool.ts';
+import type { ToWorker } from './sandbox-protocol.ts';
+import { isOutcome, outOfMemory, timedOut, unavailable, verdictOf } from './verdict.ts';
+
+export interface WorkerEvents {
+  message(message: unknown): void;
+  /** The worker is gone; `memory`: it went over its memory limit. */
+  exit(why: string, memory: boolean): void;
+}
+
+export interface WorkerHandle {
+  /** Throws when the message cannot be serialized (JSON: a BigInt, a cycle). */
+  send(message: ToWorker): void;
+  /** Ends the worker now; its exit event follows. */
+  kill(): void;
+}
+
+export interface WorkerLauncher {
+  /** Where workers run, for messages: "worker process", "docker at unix:///var/run/docker.sock". */
+  readonly where: string;
+  /** Starts a worker, which sends `ready` once it takes calls; rejects with why it cannot start. */
+  start(events: WorkerEvents): Promise<WorkerHandle>;
+}
+
+/** A worker slow to start (a cold container) is given this long, apart from the calls' time limit. */
+const STARTUP_MS = 20_000;
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** Sends, and says why not when the message cannot be serialized. */
+function send(handle: WorkerHandle, message: ToWorker): string | undefined {
+  try {
+    handle.send(message);
+    return undefined;
+  } catch (error) {
+    return messageOf(error);
+  }
+}
+
+/**
+ * A private directory for code files, named now and created at first use (SandboxRunner), so that a node
+ * whose temp directory is not writable still starts, and its sandbox answers `unavailable`.
+ */
+export const codeDirName = (): string => join(tmpdir(), `herald-code-${process.pid}-${randomBytes(8).toString('hex')}`);
+
+/** How long close waits for killed workers to be gone. */
+const CLOSE_WAIT_MS = 5000;
+
+class Worker {
+  handle: WorkerHandle | undefined;
+  /** Resolves to undefined once ready, or to why it never will be. */
+  readonly ready: Promise<string | undefined>;
+  readonly settle: (notReady: string | undefined) => void;
+  /** Resolves once the worker is gone, or never started. */
+  readonly gone: Promise<void>;
+  readonly markGone: () => void;
+
+  constructor() {
+    let settle!: (notReady: string | undefined) => void;
+    let markGone!: () => void;
+    this.ready = new Promise((resolve) => (settle = resolve));
+    this.gone = new Promise((resolve) => (markGone = resolve));
+    this.settle = settle;
+    this.markGone = markGone;
+  }
+}
+
+interface Call {
+  id: number;
+  sys: SystemCalls;
+  done(verdict: CanConnectVerdict): void;
+}
+
+class WorkerSlot {
+  readonly #launcher: WorkerLauncher;
+  readonly #limits: RunnerLimits;
+  #worker: Worker | undefined;
+  #call: Call | undefined;
+  #lastCall = 0;
+  #closed = false;
+
+  constructor(launcher: WorkerLauncher, limits: RunnerLimits) {
+    this.#launcher = launcher;
+    this.#limits = limits;
+  }
+
+  async call(file: string, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
+    if (this.#closed) return unavailable('the runner is closed');
+    const worker = this.#worker ?? this.#start();
+    const notReady = await worker.ready;
+    if (notReady !== undefined || !worker.handle) return unavailable(notReady ?? `${this.#launcher.where}: not started`);
+    const handle = worker.handle;
+    return new Promise((resolve) => {
+      const id = ++this.#lastCall;
+      const timer = setTimeout(() => {
+        this.stop();
+        finish(timedOut(this.#limits));
+      }, this.#limits.timeoutMs);
+      const finish = (verdict: CanConnectVerdict): void => {
+        clearTimeout(timer);
+        if (this.#call?.id === id) this.#call = undefined;
+        resolve(verdict);
+      };
+      this.#call = { id, sys, done: finish };
+      const unsent = send(handle, { type: 'call', call: id, file, request });
+      if (unsent !== undefined) finish(unavailable(`the request cannot be sent: ${unsent}`));
+    });
+  }
+
+  /** Stops for good; resolves once its worker is gone (at most CLOSE_WAIT_MS). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const worker = this.#worker;
+    this.stop(unavailable('the runner is closed'));
+    if (!worker) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([worker.gone, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+
+  /** Kills the worker (the next call starts another) and answers the call in flight, if any. */
+  stop(verdict?: CanConnectVerdict): void {
+    const worker = this.#worker;
+    this.#worker = undefined;
+    worker?.settle(`${this.#launcher.where}: stopped`);
+    worker?.handle?.kill();
+    if (verdict) this.#call?.done(verdict);
+  }
+
+  #start(): Worker {
+    const worker = new Worker();
+    this.#worker = worker;
+    const timer = setTimeout(() => {
+      worker.settle(`${this.#launcher.where}: no worker ready within ${STARTUP_MS} ms`);
+      if (this.#worker === worker) this.stop();
+    }, STARTUP_MS);
+    void worker.ready.then(() => clearTimeout(timer));
+    this.#launcher
+      .start({ message: (message) => this.#onMessage(worker, message), exit: (why, memory) => this.#onExit(worker, why, memory) })
+      .then(
+        (handle) => {
+          worker.handle = handle;
+          // Stopped while it was starting: the slot no longer wants it.
+          if (this.#worker !== worker) handle.kill();
+        },
+        (error) => {
+          worker.settle(`${this.#launcher.where}: ${messageOf(error)}`);
+          worker.markGone();
+          if (this.#worker === worker) this.#worker = undefined;
+        },
+      );
+    return worker;
+  }
+
+  #onMessage(worker: Worker, message: unknown): void {
+    if (worker !== this.#worker || typeof message !== 'object' || message === null) return;
+    const { type, call, query, params, outcome } = message as Record<string, unknown>;
+    if (type === 'ready') worker.settle(undefined);
+    const current = this.#call;
+    if (current === undefined || call !== current.id) return;
+    if (type === 'outcome') {
+      current.done(isOutcome(outcome) ? verdictOf(outcome) : unavailable('the sandbox answered something unexpected'));
+    }
+    if (type === 'getAll' && typeof query === 'number') this.#serve(worker, current, query, params as GetAllQuery);
+  }
+
+  #serve(worker: Worker, call: Call, query: number, params: GetAllQuery): void {
+    // Through a promise from the start: a getAll that throws at once must not throw here.
+    Promise.resolve(params).then((asked) => call.sys.db.getAll(asked)).then(
+      (rows): ToWorker => ({ type: 'rows', call: call.id, query, rows }),
+      (error): ToWorker => ({ type: 'rows', call: call.id, query, error: messageOf(error) }),
+    ).then((reply) => {
+      if (worker !== this.#worker || this.#call !== call || !worker.handle) return;
+      const unsent = send(worker.handle, reply);
+      // Rows JSON cannot carry (a BigInt): the code gets an error instead of waiting for its time limit.
+      if (unsent !== undefined) send(worker.handle, { type: 'rows', call: call.id, query, error: `the rows cannot be sent: ${unsent}` });
+    });
+  }
+
+  #onExit(worker: Worker, why: string, memory: boolean): void {
+    worker.markGone();
+    worker.settle(`${this.#launcher.where}: the worker exited before it was ready (${why})`);
+    if (worker !== this.#worker) return;
+    this.#worker = undefined;
+    const where = this.#launcher.where;
+    this.#call?.done(memory ? outOfMemory(this.#limits) : unavailable(`${where}: the worker exited during the call (${why})`));
+  }
+}
+
+export class SandboxRunner implements CodeRunner {
+  readonly #codeDir: string;
+  readonly #where: string;
+  readonly #limits: RunnerLimits;
+  readonly #slots: WorkerSlot[];
+  readonly #pool: SlotPool<WorkerSlot>;
+
+  /** `codeDir` becomes the runner's: close removes it. Workers start on first use. */
+  constructor(launcher: WorkerLauncher, limits: RunnerLimits, codeDir: string) {
+    this.#codeDir = codeDir;
+    this.#where = launcher.where;
+    this.#limits = limits;
+    this.#slots = Array.from({ length: limits.size }, () => new WorkerSlot(launcher, limits));
+    this.#pool = new SlotPool(this.#slots, limits.queue);
+  }
+
+  async canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
+    const slot = await this.#pool.acquire(this.#limits.timeoutMs);
+    if (typeof slot === 'string') return unavailable(`sandbox workers: ${slot}`);
+    try {
+      let file: string;
+      try {
+        file = this.#file(code);
+      } catch (error) {
+        return unavailable(`cannot write the code file: ${messageOf(error)}`);
+      }
+      return await slot.call(file, request, sys);
+    } catch (error) {
+      return unavailable(`${this.#where}: ${messageOf(error)}`);
+    } finally {
+      this.#pool.release(slot);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#pool.close();
+    await Promise.all(this.#slots.map((slot) => slot.close()));
+    rmSync(this.#codeDir, { recursive: true, force: true });
+  }
+
+  /**
+   * An ES module exporting main: the code itself, plus the export it need not write. Written at first
+   * use, and again if a temp-directory cleaner removed it: a new worker imports it afresh.
+   */
+  #file(code: PreparedCode): string {
+    const path = join(this.#codeDir, `${code.id}.mjs`);
+    if (!existsSync(path)) {
+      mkdirSync(this.#codeDir, { recursive: true, mode: 0o700 });
+      writeFileSync(path, code.exportsMain ? code.source : `${code.source}\n;export { main };\n`);
+    }
+    return path;
+  }
+}

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { canConnectRequest, CodeRunners, DEFAULT_CODE_OPTIONS } from '../../src/code/runners.ts';
+import { code, customerCalls, request } from './fixtures.ts';
+
+/** In an isolate there is no `process`; in a sandbox worker there is. */
+const WHERE = "function main(g) { return { canConnect: false, errorText: typeof process === 'undefined' ? 'isolate' : 'sandbox' } }";
+
+describe('CodeRunners', () => {
+  it('runs lean code in an isolate and the rest in the sandbox, as placed', async () => {
+    const runners = new CodeRunners({ ...DEFAULT_CODE_OPTIONS, isolates: 1, sandboxes: 1 });
+    try {
+      const where = async (runner: 'auto' | 'isolate' | 'sandbox') =>
+        (await runners.canConnect(code(WHERE, runner), request(), customerCalls())).errorText;
+      assert.equal(code(WHERE).lean, false); // it names `process`
+      assert.equal(await where('auto'), 'sandbox');
+      assert.equal(await where('isolate'), 'isolate');
+      assert.equal(await where('sandbox'), 'sandbox');
+    } finally {
+      await runners.close();
+    }
+  });
+
+  it('closes without having started anything', async () => {
+    await new CodeRunners().close();
+  });
+
+  it('builds g.req from the API user, the person and the REGISTER entry, as plain values', () => {
+    const entry = { eventType: 'CUSTOM_WS_EVENTS', apiName: 'order-updates' };
+    const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', fields: { customer_id: 2 } }, entry);
+    assert.deepEqual(built, { auth: { apiUser: { name: 'bench', groups: ['bench'] }, person: { customer_id: 2 } }, eventData: entry });
+    assert.deepEqual(canConnectRequest({ name: 'bench', groups: new Set() }, undefined, entry).auth, { apiUser: { name: 'bench', groups: [] } });
+  });
+});
