@@ -50,6 +50,13 @@ describe('reading a table', () => {
     const bad = await call('GET', `${table('customers')}?find=nope`, { api, person: nick });
     assert.deepEqual([bad.status, bad.body.errors?.[0]?.code], [400, 'BAD_REQUEST']);
     assert.match(bad.body.errors?.[0]?.message ?? '', /find/);
+    for (const find of ['{"$where":"sleep(1000)"}', '{"country":{"$regex":"^I"}}', '{"$and":[{"$or":[]}]}']) {
+      const refused = await call('GET', `${table('inserts_public')}?find=${encodeURIComponent(find)}`, {});
+      assert.equal(refused.status, 400, find);
+      assert.match(refused.body.errors?.[0]?.message ?? '', /is not supported/);
+    }
+    const $in = await call('GET', `${table('customers')}?find=${encodeURIComponent('{"customer_id":{"$in":[2,3]}}')}`, { api, person: nick });
+    assert.equal($in.body.data.length, 2);
   });
 
   test('a public table needs no token; an undeclared one is a 404; a bad token is a 401 even on a public table', async () => {
