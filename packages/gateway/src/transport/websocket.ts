@@ -44,6 +44,8 @@ const CLOSE_FOR: Partial<Record<ErrorCode, CloseCode>> = {
 // Socket listeners are module functions that find their session on the socket: a node holds tens of
 // thousands of sockets, and closures per connection would cost memory on each.
 const kSession = Symbol('herald.session');
+/** Pings sent before the sweep yields to the event loop. */
+const PING_CHUNK = 512;
 type SessionSocket = WebSocket & { [kSession]?: Session };
 
 function onMessage(this: SessionSocket, data: RawData): void {
@@ -231,21 +233,31 @@ export class WebSocketTransport implements SessionHandler {
     this.#reply(session, frame, invalidOnEvents.flatMap((entry) => entry.errors));
   }
 
-  /** Ping every client; one that has not answered the previous ping is closed. */
-  #pingAll(): void {
-    const { hub, metrics } = this.#options;
-    for (const session of hub.sessions) {
-      if (session.alive) {
-        session.alive = false;
-        session.socket.ping();
-        continue;
-      }
-      metrics.pingTimeouts.inc();
-      hub.close(session);
-      // The close frame is a courtesy to a peer that is only slow; terminate frees the socket now.
-      session.socket.close(CloseCode.PING_TIMEOUT, 'no pong to the last ping');
-      session.socket.terminate();
+  /**
+   * Ping every client; one that has not answered the previous ping is closed. A ping is a write system call,
+   * so the sweep yields to the event loop every PING_CHUNK clients: at 10,000 clients one loop held it ~250 ms.
+   */
+  #pingAll(sessions: Iterator<Session> = this.#options.hub.sessions.values()): void {
+    for (let pinged = 0; pinged < PING_CHUNK; pinged++) {
+      const next = sessions.next();
+      if (next.done) return;
+      this.#ping(next.value);
     }
+    setImmediate(() => this.#pingAll(sessions));
+  }
+
+  #ping(session: Session): void {
+    if (session.closed) return;
+    if (session.alive) {
+      session.alive = false;
+      session.socket.ping();
+      return;
+    }
+    this.#options.metrics.pingTimeouts.inc();
+    this.#options.hub.close(session);
+    // The close frame is a courtesy to a peer that is only slow; terminate frees the socket now.
+    session.socket.close(CloseCode.PING_TIMEOUT, 'no pong to the last ping');
+    session.socket.terminate();
   }
 }
 

@@ -1,0 +1,138 @@
+/**
+ * `wsload notify`: listeners and the emitter in one run, so that what was sent and what arrived are counted
+ * in one place. N listeners connect and register (in this process, or in workers past --per-worker); then
+ * the emitter calls emit-event-ws for d seconds, each call naming the next listener's recipientId (or a
+ * broadcast); then it waits up to --grace seconds for notifications still on their way. Reports delivery
+ * latency (now − sentAt at the listener), notifications a second, and how many never arrived.
+ */
+import { clockMs } from '../frames.ts';
+import { Emitter, type EmitterStats } from '../emitter.ts';
+import { Histogram } from '../histogram.ts';
+import type { NotifyOptions } from '../options.ts';
+import { pause, prepareRoster } from '../prepare.ts';
+import { Progress } from '../progress.ts';
+import { RateSamples } from '../rates.ts';
+import { count, publicOptions, type CommandResult } from '../report.ts';
+import type { PoolSnapshot } from '../snapshot.ts';
+import type { ClientGroup } from '../pool.ts';
+import { clientGroup } from '../worker-pools.ts';
+
+interface Audience {
+  recipients: string[];
+  weights: number[];
+}
+
+/** Whom the emitter names in turn, and how many ready listeners each call reaches. */
+function audienceOf(listeners: PoolSnapshot, broadcast: boolean): Audience {
+  const ready = listeners.recipients ?? {};
+  if (broadcast) return { recipients: [''], weights: [ready[''] ?? 0] };
+  const recipients = Object.keys(ready).sort((a, b) => Number(a) - Number(b) || a.localeCompare(b));
+  return { recipients, weights: recipients.map((recipient) => ready[recipient]!) };
+}
+
+/** Wait until the listeners have everything they should, or the grace period is over. */
+async function drain(group: ClientGroup, expected: number, graceS: number): Promise<PoolSnapshot> {
+  const until = performance.now() + graceS * 1000;
+  for (;;) {
+    const snapshot = await group.snapshot();
+    if (snapshot.received >= expected || performance.now() >= until) return snapshot;
+    await pause(100, undefined);
+  }
+}
+
+function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number): Emitter {
+  return new Emitter({
+    httpBase: options.tokenApi.httpBase,
+    userPath: options.tokenApi.userPath,
+    apiToken,
+    connections: options.connections,
+    durationS,
+    rate: options.rate,
+    event: options.event ?? 'announcements',
+    recipients: audience.recipients,
+    weights: audience.weights,
+    timeoutMs: options.timeoutMs,
+  });
+}
+
+export async function notify(options: NotifyOptions, signal?: AbortSignal): Promise<CommandResult> {
+  const roster = await prepareRoster(options, options.wsUrl);
+  const { connectRate: rate, perAddress, timeoutMs } = options;
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs }, options.perWorker);
+  const progress = new Progress(options.quiet);
+  const emits = new RateSamples();
+  const notifications = new RateSamples();
+  let running: Emitter | undefined;
+  progress.start(async (elapsedS) => {
+    const snapshot = await group.snapshot();
+    const head = `notify ${elapsedS.toFixed(0)}s: ${count(snapshot.ready)}/${count(options.clients)} listeners ready, ${count(snapshot.failed)} failed`;
+    if (!running) return head;
+    const now = performance.now();
+    const perSecond = `${count(emits.sample(running.stats.ok, now))} emits/s, ${count(notifications.sample(snapshot.received, now))} notifications/s`;
+    return `${head}; ${count(running.stats.ok)} emits, ${count(snapshot.received)}/${count(running.stats.expected)} received, ${perSecond}`;
+  });
+  try {
+    await group.open(signal);
+    const listeners = await group.snapshot(true);
+    const audience = audienceOf(listeners, options.broadcast);
+    if (audience.weights.every((weight) => weight === 0)) throw new Error(`no listener is ready: ${JSON.stringify(listeners.failures)}`);
+    if (options.warmupS > 0 && !signal?.aborted) {
+      const warm = await emitter(options, roster.apiToken, audience, options.warmupS).run(signal);
+      await drain(group, warm.expected, options.graceS);
+      await group.resetDelivery();
+    }
+    const measured = emitter(options, roster.apiToken, audience, options.durationS);
+    const emitStart = clockMs();
+    emits.begin(0, performance.now());
+    notifications.begin(0, performance.now());
+    running = measured;
+    const stats = await measured.run(signal);
+    // The figures per second are the emitter's seconds: the wait for stragglers would add empty ones.
+    running = undefined;
+    const final = await drain(group, stats.expected, options.graceS);
+    progress.stop();
+    return result(options, listeners, final, stats, emitStart, { emits, notifications });
+  } finally {
+    progress.stop();
+    await group.close();
+  }
+}
+
+function result(
+  options: NotifyOptions,
+  listeners: PoolSnapshot,
+  final: PoolSnapshot,
+  stats: EmitterStats,
+  emitStart: number,
+  samples: { emits: RateSamples; notifications: RateSamples },
+): CommandResult {
+  const emitS = (stats.endedAt - stats.startedAt) / 1000;
+  // Notifications a second over the time they took to arrive: from the first call to the last arrival.
+  const deliveryS = final.lastReceivedAt > emitStart ? (final.lastReceivedAt - emitStart) / 1000 : emitS;
+  const errors = Object.values(stats.errors).reduce((sum, n) => sum + n, 0);
+  const missing = Math.max(0, stats.expected - final.received);
+  const pace = options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`;
+  const failures = { ...listeners.failures, ...Object.fromEntries(Object.entries(stats.errors).map(([k, v]) => [`emit ${k}`, v])) };
+  return {
+    body: {
+      command: 'notify',
+      durationS: emitS,
+      options: publicOptions(options),
+      counts: {
+        listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
+        emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitErrors: errors,
+        expected: stats.expected, received: final.received, timed: final.timed, missing, extra: Math.max(0, final.received - stats.expected),
+      },
+      failures,
+      rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS },
+      latency: { delivery: Histogram.from(final.delivery).summary(), http: stats.latency.summary() },
+      perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
+    },
+    summary: [
+      `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
+      `${options.broadcast ? 'broadcast' : 'one recipient each'}, ${options.connections} connections, ${pace}: ${count(stats.ok)} emits answered 2xx in ` +
+        `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx, ${count(errors)} errors`,
+      `${count(stats.expected)} notifications expected, ${count(final.received)} received (${count(final.received / deliveryS)}/s), ${count(missing)} missing`,
+    ],
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * The application's back end under load: `connections` keep-alive HTTP connections calling emit-event-ws back
+ * to back (or `rate` calls a second in all), each call naming the next recipient in turn and carrying the
+ * time it was written (`sentAt`), so that listeners can tell how late it arrived. It counts how many
+ * notifications the calls answered 200 should have delivered.
+ */
+import { clockMs } from './frames.ts';
+import { Histogram } from './histogram.ts';
+import { HttpConnection } from './http-connection.ts';
+
+export interface EmitterOptions {
+  /** http://host:port of a node. */
+  httpBase: string;
+  userPath: string;
+  apiToken: string;
+  connections: number;
+  durationS: number;
+  /** Calls a second in all; undefined: as fast as the answers come. */
+  rate: number | undefined;
+  event: string;
+  /** Named in turn as eventData.recipientId; '' sends no recipientId (a broadcast). */
+  recipients: readonly string[];
+  /** How many listeners a call naming recipients[i] reaches. */
+  weights: readonly number[];
+  timeoutMs: number;
+}
+
+export interface EmitterStats {
+  /** Calls written. */
+  sent: number;
+  ok: number;
+  non2xx: number;
+  /** Calls without an answer, by reason. */
+  errors: Record<string, number>;
+  /** Write → whole answer. */
+  latency: Histogram;
+  /** Notifications the calls answered 2xx should have delivered. */
+  expected: number;
+  /** performance.now() of the first write and of the last answer. */
+  startedAt: number;
+  endedAt: number;
+}
+
+const ERROR_PAUSE_MS = 100;
+
+/** One connection and the call it has in flight; its handler is made once, not per call. */
+class Slot {
+  readonly connection: HttpConnection;
+  recipient = 0;
+  writtenAt = 0;
+  readonly onResponse: (status: number, error: string | undefined) => void;
+
+  constructor(connection: HttpConnection, onResponse: (slot: Slot, status: number, error: string | undefined) => void) {
+    this.connection = connection;
+    this.onResponse = (status, error) => onResponse(this, status, error);
+  }
+}
+
+export class Emitter {
+  readonly stats: EmitterStats = { sent: 0, ok: 0, non2xx: 0, errors: {}, latency: new Histogram(), expected: 0, startedAt: 0, endedAt: 0 };
+  readonly #options: EmitterOptions;
+  readonly #head: string;
+  #issued = 0;
+  #endAt = 0;
+  #idle = 0;
+  #stopped = false;
+  #done: (() => void) | undefined;
+
+  constructor(options: EmitterOptions) {
+    this.#options = options;
+    const url = new URL(options.httpBase);
+    this.#head =
+      `POST /api/system-api/${options.userPath}/emit-event-ws HTTP/1.1\r\nHost: ${url.host}\r\n` +
+      `Content-Type: application/json\r\nx-am-authorization: ${options.apiToken}\r\nContent-Length: `;
+  }
+
+  /** Run for durationS (or until `signal`), then wait for the calls in flight. */
+  async run(signal?: AbortSignal): Promise<EmitterStats> {
+    const { connections, durationS, timeoutMs, httpBase } = this.#options;
+    const url = new URL(httpBase);
+    this.stats.startedAt = performance.now();
+    this.#endAt = this.stats.startedAt + durationS * 1000;
+    const stop = () => (this.#stopped = true);
+    signal?.addEventListener('abort', stop, { once: true });
+    const finished = new Promise<void>((resolve) => (this.#done = resolve));
+    for (let i = 0; i < connections; i++) {
+      const connection = new HttpConnection({ host: url.hostname, port: Number(url.port || 80), timeoutMs });
+      this.#next(new Slot(connection, (slot, status, error) => this.#answered(slot, status, error)));
+    }
+    await finished;
+    signal?.removeEventListener('abort', stop);
+    this.stats.endedAt = performance.now();
+    return this.stats;
+  }
+
+  #next(slot: Slot): void {
+    const index = this.#issued;
+    const { rate } = this.#options;
+    const due = rate === undefined ? performance.now() : this.stats.startedAt + (index * 1000) / rate;
+    if (this.#stopped || due >= this.#endAt) return this.#retire(slot);
+    this.#issued++;
+    const wait = due - performance.now();
+    if (wait >= 1) setTimeout(() => this.#write(slot, index), wait);
+    else this.#write(slot, index);
+  }
+
+  #write(slot: Slot, index: number): void {
+    const { recipients, event } = this.#options;
+    slot.recipient = index % recipients.length;
+    const recipient = recipients[slot.recipient];
+    const sentAt = clockMs().toFixed(3);
+    const body = recipient
+      ? `{"name":"${event}","eventData":{"recipientId":"${recipient}","sentAt":${sentAt}}}`
+      : `{"name":"${event}","eventData":{"title":"wsload","sentAt":${sentAt}}}`;
+    this.stats.sent++;
+    slot.writtenAt = performance.now();
+    slot.connection.send(`${this.#head}${body.length}\r\n\r\n${body}`, slot.onResponse);
+  }
+
+  #answered(slot: Slot, status: number, error: string | undefined): void {
+    const { stats } = this;
+    if (error !== undefined) {
+      stats.errors[error] = (stats.errors[error] ?? 0) + 1;
+      // A node that refuses connections must not turn the emitter into a busy loop.
+      setTimeout(() => this.#next(slot), ERROR_PAUSE_MS);
+      return;
+    }
+    stats.latency.record(performance.now() - slot.writtenAt);
+    if (status >= 200 && status < 300) {
+      stats.ok++;
+      stats.expected += this.#options.weights[slot.recipient] ?? 0;
+    } else {
+      stats.non2xx++;
+    }
+    this.#next(slot);
+  }
+
+  #retire(slot: Slot): void {
+    slot.connection.close();
+    if (++this.#idle === this.#options.connections) this.#done?.();
+  }
+}

@@ -1,0 +1,245 @@
+/** The command line of wsload, turned into checked options for each command. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { CriteriaMode, TokenMode } from './roster.ts';
+import type { TokenApi } from './tokens.ts';
+
+export const USAGE = `usage:
+  wsload fill   <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
+  wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
+  wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
+  wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
+                [--broadcast] [--register EVENT] [--ws URL]
+
+  common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
+          [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
+  many clients (fill, listen, notify): [--per-worker 19000] clients per process, beyond it worker processes;
+          [--per-address 5000] clients per source address (127.0.0.2, .3, ...) once there are more than that`;
+
+/** A command line wsload cannot run: the message, then the usage. */
+export class UsageError extends Error {}
+
+export interface CommonOptions {
+  json: string | undefined;
+  quiet: boolean;
+  timeoutMs: number;
+  tokenApi: TokenApi;
+  peopleFile: string | undefined;
+  /** What each client registers (undefined: nothing), with what criteria, with which tokens. */
+  event: string | undefined;
+  criteria: CriteriaMode;
+  tokens: TokenMode;
+}
+
+export interface HoldOptions extends CommonOptions {
+  command: 'fill' | 'listen';
+  wsUrl: string;
+  clients: number;
+  rate: number;
+  holdS: number;
+  perWorker: number;
+  /** Clients per source address; 0 when they all fit on the kernel's choice. */
+  perAddress: number;
+}
+
+export interface ChurnOptions extends CommonOptions {
+  command: 'churn';
+  wsUrl: string;
+  connections: number;
+  durationS: number;
+  warmupS: number;
+}
+
+export interface NotifyOptions extends CommonOptions {
+  command: 'notify';
+  wsUrl: string;
+  clients: number;
+  /** Listeners connected per second before the emitter starts. */
+  connectRate: number;
+  connections: number;
+  durationS: number;
+  rate: number | undefined;
+  broadcast: boolean;
+  warmupS: number;
+  /** How long to wait after the emitter for notifications still on their way. */
+  graceS: number;
+  perWorker: number;
+  /** Clients per source address; 0 when they all fit on the kernel's choice. */
+  perAddress: number;
+}
+
+export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
+
+const COMMON = {
+  json: { type: 'string' },
+  quiet: { type: 'boolean', short: 'q', default: false },
+  timeout: { type: 'string', default: '30' },
+  http: { type: 'string' },
+  'user-path': { type: 'string', default: 'bench' },
+  'api-user': { type: 'string', default: 'bench' },
+  'api-password': { type: 'string', default: 'bench' },
+  generator: { type: 'string', default: 'customers' },
+  people: { type: 'string' },
+  register: { type: 'string' },
+  'per-client': { type: 'boolean', default: false },
+  criteria: { type: 'string' },
+  tokens: { type: 'string', default: 'both' },
+  'per-worker': { type: 'string', default: '19000' },
+  'per-address': { type: 'string', default: '5000' },
+} satisfies ParseArgsConfig['options'];
+
+const EXTRA = {
+  fill: { clients: { type: 'string', short: 'n' }, rate: { type: 'string', short: 'r', default: '1000' }, hold: { type: 'string', default: '10' } },
+  churn: { connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, warmup: { type: 'string', short: 'w', default: '0' } },
+  notify: {
+    clients: { type: 'string', short: 'n', default: '1000' },
+    'connect-rate': { type: 'string', default: '2000' },
+    connections: { type: 'string', short: 'c', default: '100' },
+    duration: { type: 'string', short: 'd', default: '10' },
+    rate: { type: 'string', short: 'R' },
+    broadcast: { type: 'boolean', default: false },
+    warmup: { type: 'string', short: 'w', default: '0' },
+    grace: { type: 'string', default: '5' },
+    ws: { type: 'string' },
+  },
+} satisfies Record<string, ParseArgsConfig['options']>;
+
+type Values = Record<string, string | boolean | undefined>;
+
+function number(values: Values, name: string, min: number): number {
+  const value = Number(values[name]);
+  if (!Number.isFinite(value) || value < min) throw new UsageError(`--${name} must be a number >= ${min}, got ${values[name]}`);
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, name: string, allowed: readonly T[]): T {
+  if (!allowed.includes(value as T)) throw new UsageError(`--${name} must be one of ${allowed.join(', ')}, got ${String(value)}`);
+  return value as T;
+}
+
+/** ws:// from http:// and back: the token API and emits are HTTP on the same port as WebSocket. */
+export function swapScheme(url: string, to: 'http' | 'ws'): string {
+  const parsed = new URL(url);
+  const secure = parsed.protocol === 'https:' || parsed.protocol === 'wss:';
+  return `${to}${secure ? 's' : ''}://${parsed.host}`;
+}
+
+function common(values: Values, httpBase: string, event: string | undefined, defaultCriteria: CriteriaMode): CommonOptions {
+  const criteria = values.criteria === undefined ? defaultCriteria : oneOf(values.criteria, 'criteria', ['person', 'client', 'none'] as const);
+  const tokens = oneOf(values.tokens, 'tokens', ['api', 'both'] as const);
+  if (criteria === 'person' && tokens === 'api') throw new UsageError('--criteria person (order-updates) needs --tokens both');
+  return {
+    json: values.json as string | undefined,
+    quiet: values.quiet === true,
+    timeoutMs: number(values, 'timeout', 0.001) * 1000,
+    tokenApi: {
+      httpBase: (values.http as string | undefined) ?? httpBase,
+      userPath: String(values['user-path']),
+      apiUser: String(values['api-user']),
+      apiPassword: String(values['api-password']),
+      generator: String(values.generator),
+    },
+    peopleFile: values.people as string | undefined,
+    event,
+    criteria,
+    tokens,
+  };
+}
+
+/** 127.0.0.2 to 127.0.0.254 are there to spread over. */
+const SOURCE_ADDRESSES = 253;
+
+function perAddress(values: Values, clients: number): number {
+  const per = Math.floor(number(values, 'per-address', 1));
+  if (clients <= per) return 0;
+  if (Math.ceil(clients / per) > SOURCE_ADDRESSES) throw new UsageError(`${clients} clients need more than ${SOURCE_ADDRESSES} source addresses: raise --per-address`);
+  return per;
+}
+
+/** person for order-updates (its bind needs the person's own customer_id), client with --per-client, else none. */
+function criteriaFor(event: string | undefined, values: Values): CriteriaMode {
+  if (event === 'order-updates') return 'person';
+  return values['per-client'] === true ? 'client' : 'none';
+}
+
+function parse(args: string[], options: ParseArgsConfig['options']): { url: string; values: Values } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) throw new UsageError(`expected one URL, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
+  return { url: positionals[0]!, values: values as Values };
+}
+
+function hold(command: 'fill' | 'listen', args: string[]): HoldOptions {
+  const { url, values } = parse(args, EXTRA.fill);
+  if (values.clients === undefined) throw new UsageError('--clients N is required');
+  const event = values.register as string | undefined;
+  return {
+    ...common(values, swapScheme(url, 'http'), event, criteriaFor(event, values)),
+    command,
+    wsUrl: url,
+    clients: number(values, 'clients', 1),
+    rate: number(values, 'rate', 0.001),
+    holdS: number(values, 'hold', 0),
+    perWorker: number(values, 'per-worker', 1),
+    perAddress: perAddress(values, number(values, 'clients', 1)),
+  };
+}
+
+function churn(args: string[]): ChurnOptions {
+  const { url, values } = parse(args, EXTRA.churn);
+  const event = values.register as string | undefined;
+  return {
+    ...common(values, swapScheme(url, 'http'), event, criteriaFor(event, values)),
+    command: 'churn',
+    wsUrl: url,
+    connections: number(values, 'connections', 1),
+    durationS: number(values, 'duration', 0.001),
+    warmupS: number(values, 'warmup', 0),
+  };
+}
+
+function notify(args: string[]): NotifyOptions {
+  const { url, values } = parse(args, EXTRA.notify);
+  const broadcast = values.broadcast === true;
+  const event = (values.register as string | undefined) ?? 'announcements';
+  // Per-person emits need listeners with a recipientId of their own (or their person's); a broadcast needs none.
+  const defaultCriteria = broadcast ? 'none' : event === 'order-updates' ? 'person' : 'client';
+  const options = common(values, url, event, defaultCriteria);
+  if (!broadcast && options.criteria === 'none') throw new UsageError('listeners without criteria get every emit: use --broadcast');
+  if (broadcast && options.criteria !== 'none') throw new UsageError('--broadcast reaches only listeners without criteria (--criteria none)');
+  return {
+    ...options,
+    command: 'notify',
+    wsUrl: (values.ws as string | undefined) ?? swapScheme(url, 'ws'),
+    clients: number(values, 'clients', 1),
+    connectRate: number(values, 'connect-rate', 0.001),
+    connections: number(values, 'connections', 1),
+    durationS: number(values, 'duration', 0.001),
+    rate: values.rate === undefined ? undefined : number(values, 'rate', 0.001),
+    broadcast,
+    warmupS: number(values, 'warmup', 0),
+    graceS: number(values, 'grace', 0),
+    perWorker: number(values, 'per-worker', 1),
+    perAddress: perAddress(values, number(values, 'clients', 1)),
+  };
+}
+
+/** argv after the program name: the command, then its arguments. */
+export function parseCommand(argv: readonly string[]): CommandOptions {
+  const [command, ...args] = argv;
+  switch (command) {
+    case 'fill':
+    case 'listen':
+      return hold(command, args);
+    case 'churn':
+      return churn(args);
+    case 'notify':
+      return notify(args);
+    default:
+      throw new UsageError(command === undefined ? 'no command given' : `unknown command ${command}`);
+  }
+}

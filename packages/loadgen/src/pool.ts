@@ -1,0 +1,169 @@
+/**
+ * A pool of clients held open in this process: started at a steady rate, then kept until closed, counting
+ * the notifications they receive. Past one process's open files, `WorkerPools` runs several of these.
+ */
+import { Histogram } from './histogram.ts';
+import { clockMs, sentAtOf } from './frames.ts';
+import { LoadClient, type ClientObserver } from './load-client.ts';
+import { planClient, type Roster } from './roster.ts';
+import { PHASES, type Phase, type PoolSnapshot } from './snapshot.ts';
+
+export interface PoolSpec {
+  roster: Roster;
+  /** Index of this pool's first client among all clients of the run (its recipientId, its person). */
+  first: number;
+  count: number;
+  /** Clients started per second. */
+  rate: number;
+  /** Clients per source address (127.0.0.2, .3, ... by client index); 0: the kernel's choice, 127.0.0.1. */
+  perAddress: number;
+  timeoutMs: number;
+}
+
+/**
+ * The source address of client `index`. A connect from a given address first binds it, and the kernel's
+ * search for a free port to bind grows costly past ~5,000 sockets on one address (300 µs of system time per
+ * connect at 7,500, 3 ms at 15,000, measured here), so clients are spread 5,000 to an address by default.
+ */
+export function sourceAddress(index: number, perAddress: number): string | undefined {
+  return perAddress === 0 ? undefined : `127.0.0.${2 + Math.floor(index / perAddress)}`;
+}
+
+/** A group of held clients, in this process or in workers. */
+export interface ClientGroup {
+  /** Start every client at the spec's rate; resolves once each is ready or failed, or on abort. */
+  open(signal?: AbortSignal): Promise<void>;
+  snapshot(withRecipients?: boolean): Promise<PoolSnapshot>;
+  /** Forget the notifications so far (after a warm-up). */
+  resetDelivery(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const PACE_MS = 5;
+
+export class Pool implements ClientGroup, ClientObserver {
+  readonly #spec: PoolSpec;
+  readonly #clients: LoadClient[] = [];
+  readonly #phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
+  #delivery = new Histogram();
+  #failures: Record<string, number> = {};
+  #connected = 0;
+  #ready = 0;
+  #failed = 0;
+  #dropped = 0;
+  #received = 0;
+  #timed = 0;
+  #firstStartAt = 0;
+  #lastReadyAt = 0;
+  #lastReceivedAt = 0;
+  #settled: (() => void) | undefined;
+
+  constructor(spec: PoolSpec) {
+    this.#spec = spec;
+  }
+
+  async open(signal?: AbortSignal): Promise<void> {
+    const { count, rate } = this.#spec;
+    const began = performance.now();
+    await new Promise<void>((resolve) => {
+      const pace = setInterval(() => {
+        const due = signal?.aborted ? this.#clients.length : Math.min(count, Math.floor(((performance.now() - began) * rate) / 1000) + 1);
+        while (this.#clients.length < due) this.#startNext();
+        if (this.#clients.length === due && (due === count || signal?.aborted)) {
+          clearInterval(pace);
+          resolve();
+        }
+      }, PACE_MS);
+    });
+    if (this.#ready + this.#failed < this.#clients.length) await new Promise<void>((resolve) => (this.#settled = resolve));
+  }
+
+  #startNext(): void {
+    const index = this.#spec.first + this.#clients.length;
+    const options = { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs };
+    const client = new LoadClient(index, planClient(this.#spec.roster, index), this, options);
+    this.#clients.push(client);
+    if (this.#firstStartAt === 0) this.#firstStartAt = clockMs();
+    client.start();
+  }
+
+  #settle(): void {
+    if (this.#settled && this.#ready + this.#failed === this.#clients.length) {
+      this.#settled();
+      this.#settled = undefined;
+    }
+  }
+
+  ready(client: LoadClient): void {
+    this.#connected++;
+    this.#ready++;
+    this.#phases.tcp.record(client.tcpAt - client.startAt);
+    this.#phases.connected.record(client.connectedAt - client.tcpAt);
+    if (client.registerSentAt > 0) this.#phases.register.record(client.readyAt - client.registerSentAt);
+    this.#phases.total.record(client.readyAt - client.startAt);
+    this.#lastReadyAt = clockMs();
+    this.#settle();
+  }
+
+  failed(client: LoadClient, reason: string): void {
+    if (client.connectedAt > 0) this.#connected++;
+    this.#failed++;
+    this.#failures[reason] = (this.#failures[reason] ?? 0) + 1;
+    this.#settle();
+  }
+
+  closed(): void {
+    this.#dropped++;
+  }
+
+  notification(_client: LoadClient, frame: Buffer): void {
+    const now = clockMs();
+    this.#received++;
+    this.#lastReceivedAt = now;
+    const sentAt = sentAtOf(frame);
+    if (sentAt === sentAt) {
+      this.#timed++;
+      this.#delivery.record(now - sentAt);
+    }
+  }
+
+  async snapshot(withRecipients = false): Promise<PoolSnapshot> {
+    const snapshot: PoolSnapshot = {
+      started: this.#clients.length,
+      connected: this.#connected,
+      ready: this.#ready,
+      failed: this.#failed,
+      failures: { ...this.#failures },
+      dropped: this.#dropped,
+      firstStartAt: this.#firstStartAt,
+      lastReadyAt: this.#lastReadyAt,
+      phases: Object.fromEntries(PHASES.map((phase) => [phase, this.#phases[phase].toData()])) as PoolSnapshot['phases'],
+      received: this.#received,
+      timed: this.#timed,
+      delivery: this.#delivery.toData(),
+      lastReceivedAt: this.#lastReceivedAt,
+    };
+    if (withRecipients) snapshot.recipients = this.#recipients();
+    return snapshot;
+  }
+
+  #recipients(): Record<string, number> {
+    const recipients: Record<string, number> = {};
+    for (const client of this.#clients) {
+      const key = client.plan.recipient;
+      if (client.state === 'ready' && key !== undefined) recipients[key] = (recipients[key] ?? 0) + 1;
+    }
+    return recipients;
+  }
+
+  async resetDelivery(): Promise<void> {
+    this.#delivery = new Histogram();
+    this.#received = 0;
+    this.#timed = 0;
+    this.#lastReceivedAt = 0;
+  }
+
+  async close(): Promise<void> {
+    for (const client of this.#clients) client.terminate();
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The end of every run: autocannon-style tables (latency percentiles, per-second throughput), the counts,
+ * the command line and the machine on stdout; and, with --json, every figure as one JSON document for a
+ * bench suite to collect.
+ */
+import { writeFileSync } from 'node:fs';
+import type { LatencySummary } from './histogram.ts';
+import { describeMachine, machine, type Machine } from './machine.ts';
+import type { CommonOptions } from './options.ts';
+import type { RateSummary } from './rates.ts';
+
+export interface RunReport {
+  tool: 'wsload';
+  command: string;
+  commandLine: string;
+  startedAt: string;
+  /** Seconds of the measured part of the run. */
+  durationS: number;
+  options: Record<string, unknown>;
+  counts: Record<string, number>;
+  /** Failures by reason (an error code, an HTTP status, a refusal code). */
+  failures: Record<string, number>;
+  /** Per second, over the whole measured part. */
+  rates: Record<string, number>;
+  /** Milliseconds. */
+  latency: Record<string, LatencySummary>;
+  /** Per-second samples taken while running. */
+  perSecond: Record<string, RateSummary>;
+  machine: Machine;
+}
+
+export type ReportBody = Omit<RunReport, 'tool' | 'commandLine' | 'machine' | 'startedAt'>;
+
+/** What a command hands back: its figures, and its own summary lines for under the tables. */
+export interface CommandResult {
+  body: ReportBody;
+  summary: string[];
+}
+
+/** The options as the JSON records them: all but the API user's password. */
+export function publicOptions(options: CommonOptions): Record<string, unknown> {
+  const { apiPassword: _, ...tokenApi } = options.tokenApi;
+  return { ...options, tokenApi };
+}
+
+export function completeReport(body: ReportBody, argv: readonly string[], startedAt: Date): RunReport {
+  return { tool: 'wsload', ...body, commandLine: commandLine(argv), startedAt: startedAt.toISOString(), machine: machine() };
+}
+
+function commandLine(argv: readonly string[]): string {
+  const quote = (arg: string) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
+  return ['wsload', ...argv].map(quote).join(' ');
+}
+
+const LABELS: Record<string, string> = {
+  tcp: 'TCP connect',
+  connected: 'CONNECTED',
+  register: 'REGISTER',
+  total: 'connect+register',
+  left: 'left (close)',
+  cycle: 'whole cycle',
+  delivery: 'delivery',
+  http: 'HTTP emit',
+  clients: 'clients',
+  notifications: 'notifications',
+  emits: 'HTTP emits',
+};
+
+function ms(value: number): string {
+  if (value >= 100) return `${Math.round(value)} ms`;
+  return `${value.toFixed(value >= 10 ? 1 : 2)} ms`;
+}
+
+export function count(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
+
+/** A box-drawn table, as autocannon prints (cli-table3's look). */
+export function table(header: readonly string[], rows: readonly string[][]): string {
+  const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (left: string, mid: string, right: string) => left + widths.map((w) => '─'.repeat(w + 2)).join(mid) + right;
+  const row = (cells: readonly string[]) => `│${cells.map((cell, column) => ` ${cell.padEnd(widths[column]!)} `).join('│')}│`;
+  return [line('┌', '┬', '┐'), row(header), line('├', '┼', '┤'), ...rows.map(row), line('└', '┴', '┘')].join('\n');
+}
+
+function latencyTable(latency: Record<string, LatencySummary>): string {
+  const rows = Object.entries(latency)
+    .filter(([, summary]) => summary.count > 0)
+    .map(([key, s]) => [LABELS[key] ?? key, ms(s.p50), ms(s.p90), ms(s.p99), ms(s.p99_9), ms(s.mean), ms(s.stddev), ms(s.max), count(s.count)]);
+  return rows.length === 0 ? '' : table(['Latency', '50%', '90%', '99%', '99.9%', 'Avg', 'Stdev', 'Max', 'Count'], rows);
+}
+
+function perSecondTable(perSecond: Record<string, RateSummary>): string {
+  const rows = Object.entries(perSecond)
+    .filter(([, summary]) => summary.samples > 0)
+    .map(([key, s]) => [LABELS[key] ?? key, count(s.p1), count(s.p2_5), count(s.p50), count(s.p97_5), count(s.mean), count(s.stddev), count(s.min)]);
+  return rows.length === 0 ? '' : table(['Per second', '1%', '2.5%', '50%', '97.5%', 'Avg', 'Stdev', 'Min'], rows);
+}
+
+/** The text report: tables, the command's own summary lines, failures, command line and machine. */
+export function formatReport(report: RunReport, summary: readonly string[]): string {
+  const tables = [latencyTable(report.latency), perSecondTable(report.perSecond)].filter((text) => text !== '');
+  const failures = Object.entries(report.failures).map(([reason, n]) => `${count(n)} × ${reason}`);
+  const lines = [...summary, ...(failures.length > 0 ? [`failures: ${failures.join(', ')}`] : [])];
+  lines.push(`command: ${report.commandLine}`, `machine: ${describeMachine(report.machine)}`);
+  return `${[...tables, '', ...lines].join('\n')}\n`;
+}
+
+export function writeJson(file: string, report: RunReport): void {
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+}

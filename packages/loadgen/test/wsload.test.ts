@@ -1,0 +1,129 @@
+/**
+ * wsload against a real node in this process: each command, briefly, and the figures it hands a bench suite.
+ * fill runs as the real command line (a child process, spread over worker processes and source addresses);
+ * the others are called as functions.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, test } from 'node:test';
+import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
+import { runCommand } from '../src/cli.ts';
+import { parseCommand } from '../src/options.ts';
+import { completeReport, type RunReport } from '../src/report.ts';
+
+const CLI = new URL('../src/cli.ts', import.meta.url).pathname;
+let gateway: Gateway;
+let ws: string;
+let http: string;
+let dir: string;
+
+before(async () => {
+  gateway = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: 0, host: '127.0.0.1' }));
+  const port = await gateway.listen();
+  ws = `ws://127.0.0.1:${port}`;
+  http = `http://127.0.0.1:${port}`;
+  dir = mkdtempSync(join(tmpdir(), 'wsload-'));
+});
+
+after(async () => {
+  await gateway.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function run(argv: string[]): Promise<RunReport> {
+  const { body } = await runCommand(parseCommand([...argv, '--quiet']));
+  return completeReport(body, argv, new Date());
+}
+
+function assertSane(report: RunReport, command: string): void {
+  assert.equal(report.tool, 'wsload');
+  assert.equal(report.command, command);
+  assert.match(report.commandLine, new RegExp(`^wsload ${command} `));
+  assert.ok(report.machine.cores > 0 && report.machine.memoryBytes > 0 && report.machine.node.startsWith('v'));
+  assert.ok(report.durationS > 0);
+  for (const summary of Object.values(report.latency)) {
+    assert.ok(summary.p50 <= summary.p90 && summary.p90 <= summary.p99 && summary.p99 <= summary.p99_9 && summary.p99_9 <= summary.max, JSON.stringify(summary));
+  }
+}
+
+test('fill: 50 clients with both tokens and order-updates, over 3 worker processes and 3 source addresses, as the command line', async () => {
+  const file = join(dir, 'fill.json');
+  const argv = [CLI, 'fill', ws, '--clients', '50', '--rate', '500', '--register', 'order-updates', '--hold', '0', '--per-worker', '20', '--per-address', '20', '--json', file, '-q'];
+  const { stdout } = await promisify(execFile)(process.execPath, argv, { timeout: 30_000 });
+  assert.match(stdout, /50 of 50 clients ready \(50 connected, 50 registered, 0 failed\)/);
+  assert.match(stdout, /command: wsload fill /);
+  assert.match(stdout, /machine: \d+ cores, /);
+  const report = JSON.parse(readFileSync(file, 'utf8')) as RunReport;
+  assertSane(report, 'fill');
+  assert.deepEqual(report.counts, { clients: 50, started: 50, connected: 50, registered: 50, ready: 50, failed: 0, dropped: 0 });
+  assert.equal(report.latency.total?.count, 50);
+  assert.equal(report.latency.register?.count, 50);
+  assert.ok(report.rates.clientsPerSecond! > 0);
+});
+
+test('churn: 10 at a time for 1 s, with both tokens and a REGISTER', async () => {
+  const report = await run(['churn', ws, '-c', '10', '-d', '1', '--register', 'order-updates']);
+  assertSane(report, 'churn');
+  const cycles = report.counts.cycles!;
+  assert.ok(cycles >= 10, `only ${cycles} cycles`);
+  assert.equal(report.counts.failed, 0, JSON.stringify(report.failures));
+  for (const phase of ['tcp', 'connected', 'register', 'left', 'cycle']) assert.equal(report.latency[phase]?.count, cycles, phase);
+  assert.ok(report.rates.clientsPerSecond! > 0);
+});
+
+test('notify: one listener each, 5 connections for 1 s, 20 listeners: everything sent arrives', async () => {
+  const report = await run(['notify', http, '--clients', '20', '-c', '5', '-d', '1']);
+  assertSane(report, 'notify');
+  const { counts } = report;
+  assert.equal(counts.listenersReady, 20);
+  assert.ok(counts.emitsOk! > 0);
+  assert.equal(counts.emitsOk, counts.emitsSent);
+  assert.equal(counts.expected, counts.emitsOk);
+  assert.equal(counts.received, counts.expected);
+  assert.equal(counts.missing, 0);
+  assert.equal(report.latency.delivery?.count, counts.received);
+  assert.ok(report.latency.delivery!.p50 > 0 && report.rates.notificationsPerSecond! > 0);
+});
+
+test('notify --broadcast to 20 listeners: each emit reaches all 20', async () => {
+  const report = await run(['notify', http, '--clients', '20', '-c', '5', '-d', '1', '--broadcast']);
+  assertSane(report, 'notify');
+  const { counts } = report;
+  assert.ok(counts.emitsOk! > 0);
+  assert.equal(counts.expected, counts.emitsOk! * 20);
+  assert.equal(counts.received, counts.expected);
+  assert.equal(counts.missing, 0);
+});
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+async function post(path: string, body: object, token?: string): Promise<Response> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers['x-am-authorization'] = token;
+  return fetch(`${http}/api/system-api/bench/${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+}
+
+test('listen: held listeners count what an application emits', async () => {
+  const subscriptions = async () => (await gateway.metrics.subscriptions.get()).values[0]?.value ?? 0;
+  // Clients of the tests before may still be leaving: count only this test's.
+  await until(async () => (await subscriptions()) === 0);
+  const listening = run(['listen', ws, '--clients', '5', '--register', 'announcements', '--hold', '1.5']);
+  await until(async () => (await subscriptions()) === 5);
+  const { data } = (await (await post('token', { authTokenType: 'AM', authTokenAM: { u: 'bench', p: 'bench' } })).json()) as { data: { token: string } };
+  for (let i = 0; i < 3; i++) {
+    const eventData = { title: `hello ${i}`, sentAt: performance.timeOrigin + performance.now() };
+    assert.equal((await post('emit-event-ws', { name: 'announcements', eventData }, data.token)).status, 200);
+  }
+  const report = await listening;
+  assertSane(report, 'listen');
+  assert.equal(report.counts.ready, 5);
+  assert.equal(report.counts.received, 15);
+  assert.equal(report.counts.timed, 15);
+  assert.equal(report.latency.delivery?.count, 15);
+});
