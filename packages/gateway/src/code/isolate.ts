@@ -33,12 +33,12 @@ const OUTCOME_SCRIPT = `const __heraldOutcome = ${outcomeOf.toString()};`;
 const entryScript = (source: string): string => `(function () {
 "use strict";
 ${source}
-;return async (req, getAll) => __heraldOutcome(main, { req, sys: { db: {
+;return async (requestJson, getAll) => __heraldOutcome(main, { req: JSON.parse(requestJson), sys: { db: {
   getAll: (query) => getAll.apply(undefined, [query], { arguments: { copy: true }, result: { promise: true, copy: true } }),
 } } });
 })()`;
 
-type Entry = (request: unknown, getAll: ivm.Reference) => Promise<Outcome>;
+type Entry = (requestJson: string, getAll: ivm.Reference) => Promise<Outcome>;
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const isTimeout = (error: unknown): boolean => messageOf(error).includes('timed out');
@@ -49,6 +49,7 @@ class IsolateSlot {
   /** Per code id: its loaded entry in this isolate (a promise, so a failed load is retried next call). */
   #entries = new Map<string, Promise<ivm.Reference<Entry>>>();
   #closed = false;
+  #bridged: { sys: SystemCalls; reference: ivm.Reference } | undefined;
 
   constructor(limits: RunnerLimits) {
     this.#limits = limits;
@@ -64,10 +65,11 @@ class IsolateSlot {
       this.#entries.delete(code.id);
       return this.#failure(isolate, error, (text) => verdictOf({ kind: 'threw', text }));
     }
-    const getAll = new ivm.Reference(async (query: GetAllQuery) => sys.db.getAll(query));
+    const getAll = this.#bridge(sys);
     let backstop: NodeJS.Timeout | undefined;
     try {
-      const run = entry.apply(undefined, [new ivm.ExternalCopy(request).copyInto({ release: true }), getAll], {
+      // A string crosses into the isolate as it is; parsing it there is cheaper than an ExternalCopy per call.
+      const run = entry.apply(undefined, [JSON.stringify(request), getAll], {
         result: { promise: true, copy: true },
         timeout: this.#limits.timeoutMs,
       });
@@ -85,8 +87,16 @@ class IsolateSlot {
       return this.#failure(isolate, error, (text) => unavailable(text));
     } finally {
       clearTimeout(backstop);
-      getAll.release();
     }
+  }
+
+  /** g.sys.db.getAll as a reference into the node: one per set of system calls, made once, not per call. */
+  #bridge(sys: SystemCalls): ivm.Reference {
+    if (this.#bridged?.sys !== sys) {
+      this.#bridged?.reference.release();
+      this.#bridged = { sys, reference: new ivm.Reference(async (query: GetAllQuery) => sys.db.getAll(query)) };
+    }
+    return this.#bridged.reference;
   }
 
   #dispose(): void {
