@@ -71,28 +71,37 @@ export class Gateway {
     installErrorHandling(this.#app, this.metrics);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
     this.#runners = new CodeRunners(config.code);
-    const prepared = prepareEvents(config.events);
-    for (const [event, { lean, reasons }] of prepared) {
-      this.#app.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
-    }
-    const gate = new CanConnectGate({
-      prepared,
-      runners: this.#runners,
-      sys: dataSourceCalls(dataSources),
-      metrics: this.metrics,
-    });
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
       catalogue,
-      gate,
+      gate: this.#gate(dataSources),
       hub: this.hub,
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
     });
+    this.#mount(transport, (app) => {
+      const { authenticator, metrics } = this;
+      systemApi(app, { userPath: config.userPath, authenticator, catalogue, broker, metrics });
+      tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics });
+      healthRoutes(app, { metrics, ready: () => this.#ready && this.broker.ready() });
+    });
+  }
+
+  /** Events' can-connect code, prepared once: bad code stops the node here, naming the event. */
+  #gate(dataSources: ReadonlyMap<string, DataSource>): CanConnectGate {
+    const prepared = prepareEvents(this.config.events);
+    for (const [event, { lean, reasons }] of prepared) {
+      this.#app.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
+    }
+    return new CanConnectGate({ prepared, runners: this.#runners, sys: dataSourceCalls(dataSources), metrics: this.metrics });
+  }
+
+  /** The WebSocket route and the HTTP routes, on one fastify instance. */
+  #mount(transport: WebSocketTransport, httpRoutes: (app: FastifyInstance) => void): void {
     // clientTracking off: the hub already tracks sessions, a second set would cost memory per socket.
-    const wsOptions = { maxPayload: websocket.maxPayload, perMessageDeflate: false, clientTracking: false };
+    const { maxPayload } = this.config.websocket;
     this.#app.register(fastifyWebsocket, {
-      options: wsOptions,
+      options: { maxPayload, perMessageDeflate: false, clientTracking: false },
       // Sockets are closed by close() with 1001, not by the plugin.
       preClose: (done) => done(),
       errorHandler: (error, socket) => {
@@ -102,9 +111,7 @@ export class Gateway {
     });
     this.#app.register(async (app) => {
       transport.route(app);
-      systemApi(app, { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics });
-      tableRoutes(app, { userPath: config.userPath, authenticator: this.authenticator, tables, dataSources, broker, metrics: this.metrics });
-      healthRoutes(app, { metrics: this.metrics, ready: () => this.#ready && this.broker.ready() });
+      httpRoutes(app);
     });
   }
 
