@@ -6,7 +6,7 @@ NODE_MAJOR := 24
 PNPM_VERSION := 12.4.2
 N ?= 3
 
-.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop
+.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick
 
 run: deps
 	node --no-node-snapshot packages/gateway/src/main.ts
@@ -53,3 +53,11 @@ cluster: deps redis haproxy
 # Needs nothing installed: it only signals the pids that `make cluster` recorded.
 cluster-stop:
 	infra/local/cluster.sh stop
+
+# The benchmark suite (bench/run.ts): the gateway, Socket.IO + redis-adapter and bare ws, each on a fresh
+# redis-server; results in docs/benchmarks/. bench-quick: levels 0-6k, ~3-4 minutes; bench: levels 0-18k.
+bench-quick: deps redis
+	node bench/run.ts --quick
+
+bench: deps redis
+	node bench/run.ts

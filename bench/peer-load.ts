@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+/**
+ * The client side for the peers, which wsload cannot drive (wsload speaks the API Maker protocol): the same
+ * figures with the least client work, each command printing one JSON line on stdout at the end.
+ *
+ *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--hold S]      prints "ready N" once all registered
+ *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10]            connect, register (acked), close
+ *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [--broadcast]
+ *
+ * Client i registers recipientId i, as wsload's `--register announcements --per-client` does. SIGINT/SIGTERM end
+ * a fill early. Every run is bounded by its hold or duration.
+ */
+import http from 'node:http';
+import { parseArgs } from 'node:util';
+import { io, type Socket } from 'socket.io-client';
+import WebSocket from 'ws';
+
+type Kind = 'socketio' | 'bare';
+interface PeerClient { close(): Promise<void> }
+
+const now = (): number => performance.timeOrigin + performance.now();
+/** As wsload does: past 5,000 sockets on one source address the kernel's port search grows costly. */
+const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
+
+function connectBare(url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> {
+  const socket = new WebSocket(`${url}/?token=t${i}`, { localAddress: sourceAddress(i), perMessageDeflate: false });
+  return new Promise((resolve, reject) => {
+    socket.once('error', reject);
+    socket.once('open', () => socket.send(JSON.stringify({ register: String(i) })));
+    socket.once('message', () => {
+      socket.on('message', (data) => onSentAt((JSON.parse(String(data)) as { sentAt: number }).sentAt));
+      resolve({ close: () => new Promise((done) => { socket.once('close', () => done()); socket.close(); }) });
+    });
+  });
+}
+
+function connectSocketIo(url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> {
+  const socket: Socket = io(url, { transports: ['websocket'], query: { token: `t${i}` }, reconnection: false, forceNew: true, localAddress: sourceAddress(i) } as never);
+  return new Promise((resolve, reject) => {
+    socket.once('connect_error', reject);
+    socket.once('connect', () => {
+      socket.on('notification', (body: { sentAt: number }) => onSentAt(body.sentAt));
+      socket.emitWithAck('register', String(i)).then(() => resolve({ close: async () => void socket.disconnect() }), reject);
+    });
+  });
+}
+
+const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> =>
+  kind === 'bare' ? connectBare(url, i, onSentAt) : connectSocketIo(url, i, onSentAt);
+
+/** N clients, `batch` connecting at a time. */
+async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void): Promise<PeerClient[]> {
+  const clients: PeerClient[] = [];
+  for (let next = 0; next < n; ) {
+    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, next + k, onSentAt));
+    next += batch.length;
+    clients.push(...(await Promise.all(batch)));
+  }
+  return clients;
+}
+
+async function fill(kind: Kind, url: string, n: number, holdS: number): Promise<void> {
+  const clients = await connectMany(kind, url, n, () => {});
+  console.log(`ready ${clients.length}`);
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, holdS * 1000);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { clearTimeout(timer); resolve(); });
+  });
+  process.exit(0); // the sockets go with the process: no close handshakes to wait for
+}
+
+async function churn(kind: Kind, url: string, c: number, durationS: number): Promise<void> {
+  const end = performance.now() + durationS * 1000;
+  let completed = 0;
+  let failed = 0;
+  let next = 0;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < end) {
+      try {
+        await (await connect(kind, url, next++ % 1_000_000, () => {})).close();
+        completed++;
+      } catch { failed++; }
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: c }, loop));
+  const seconds = (performance.now() - start) / 1000;
+  console.log(JSON.stringify({ command: 'churn', kind, completed, failed, clientsPerSecond: completed / seconds }));
+  process.exit(0);
+}
+
+function post(agent: http.Agent, url: URL, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const percentile = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
+
+async function notify(kind: Kind, url: string, n: number, c: number, durationS: number, broadcast: boolean): Promise<void> {
+  const latencies: number[] = [];
+  const clients = await connectMany(kind, url, n, (sentAt) => latencies.push(now() - sentAt));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: c });
+  const emitUrl = new URL('/emit', url.replace(/^ws/, 'http'));
+  let ok = 0;
+  let next = 0;
+  const start = performance.now();
+  const end = start + durationS * 1000;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const body = broadcast ? { broadcast: true, sentAt: now() } : { recipientId: String(next++ % n), sentAt: now() };
+      if ((await post(agent, emitUrl, JSON.stringify(body))) < 300) ok++;
+    }
+  };
+  await Promise.all(Array.from({ length: c }, loop));
+  const emitS = (performance.now() - start) / 1000;
+  const expected = ok * (broadcast ? n : 1);
+  for (const graceEnd = performance.now() + 5000; latencies.length < expected && performance.now() < graceEnd; ) await new Promise((r) => setTimeout(r, 50));
+  const deliveryS = (performance.now() - start) / 1000;
+  const sorted = Float64Array.from(latencies).sort();
+  console.log(JSON.stringify({
+    command: 'notify', kind, broadcast, clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length,
+    emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS,
+    latency: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) },
+  }));
+  process.exit(0);
+}
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { clients: { type: 'string', short: 'n' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, broadcast: { type: 'boolean', default: false } },
+});
+const [command, kind, url] = positionals as [string, Kind, string];
+if (!['socketio', 'bare'].includes(kind) || !url) throw new Error('usage: peer-load.ts fill|churn|notify socketio|bare <url> ...');
+if (command === 'fill') await fill(kind, url, Number(values.clients), Number(values.hold));
+else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration));
+else if (command === 'notify') await notify(kind, url, Number(values.clients ?? 1000), Number(values.connections), Number(values.duration), values.broadcast === true);
+else throw new Error(`unknown command ${command}`);

@@ -1,0 +1,89 @@
+/**
+ * The processes a bench run starts, and their sampling. Every child is recorded at spawn so that `stopAll` can
+ * end exactly those pids, whatever failed on the way.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, readFileSync } from 'node:fs';
+
+export interface Proc { name: string; child: ChildProcess; stdout: string; exited: Promise<unknown> }
+
+const started: Proc[] = [];
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Spawn with stderr (and stdout, also kept in memory) appended to a log file. */
+export function start(name: string, command: string, args: string[], env: Record<string, string>, logFile: string): Proc {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const proc: Proc = { name, child, stdout: '', exited: once(child, 'exit') };
+  child.stdout!.on('data', (chunk: Buffer) => { proc.stdout += chunk; log.write(chunk); });
+  child.stderr!.pipe(log);
+  started.push(proc);
+  return proc;
+}
+
+/** SIGTERM (or the given signal), then SIGKILL if it is still there after `graceMs`. */
+export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill(signal);
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all(started.splice(0).reverse().map((proc) => stop(proc, 'SIGTERM', 5000)));
+}
+
+/** Poll `check` every 200 ms until it is true, or fail after `timeoutMs`. */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(200)) {
+    try { if (await check()) return; } catch { /* not up yet */ }
+  }
+  throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+}
+
+export function rssKb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+}
+
+/** utime + stime in clock ticks (fields 14 and 15; counted after the ")" that ends the command name). */
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, { rssKb: number; cpuPct: number }> }
+
+/** Once a second: RSS and CPU of each watched process, and Redis used_memory, tagged with the current phase. */
+export class Sampler {
+  readonly samples: Sample[] = [];
+  phase = 'idle';
+  private readonly watched = new Map<string, { pid: number; ticks: number; at: number }>();
+  private readonly timer: NodeJS.Timeout;
+  private readonly redisUsedMemory: () => Promise<number | undefined>;
+
+  constructor(redisUsedMemory: () => Promise<number | undefined>) {
+    this.redisUsedMemory = redisUsedMemory;
+    this.timer = setInterval(() => void this.sample(), 1000);
+  }
+
+  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: cpuTicks(pid), at: performance.now() }); }
+  unwatch(name: string): void { this.watched.delete(name); }
+  close(): void { clearInterval(this.timer); }
+
+  private async sample(): Promise<void> {
+    const sample: Sample = { t: Date.now(), phase: this.phase, procs: {} };
+    for (const [name, w] of this.watched) {
+      try {
+        const ticks = cpuTicks(w.pid);
+        const at = performance.now();
+        sample.procs[name] = { rssKb: rssKb(w.pid), cpuPct: Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10 };
+        Object.assign(w, { ticks, at });
+      } catch { this.watched.delete(name); } // it exited
+    }
+    try { sample.redisUsedMemory = await this.redisUsedMemory(); } catch { /* redis between runs */ }
+    this.samples.push(sample);
+  }
+}

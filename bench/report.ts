@@ -1,0 +1,146 @@
+/** docs/benchmarks/README.md and memory.svg from a run's results. No dependency: the chart is drawn by hand. */
+import { execFileSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import type { Sample } from './procs.ts';
+
+export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number }
+export interface Results {
+  quick: boolean; startedAt: string; levels: number[];
+  figures: Record<string, number>;
+  memory: Record<string, Level[]>;
+  runs: Record<string, unknown>;
+  errors: string[]; commands: string[]; samples: Sample[];
+}
+
+/** The figures of the issue: unit, direction and target. A `_vs_socketio` figure is the gateway's over Socket.IO's. */
+const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
+  ['node_rss_kb_per_client', 'node RSS, KB per client', '≤', 3.3],
+  ['node_heap_kb_per_client', 'node heap used, KB per client', '≤', 2.5],
+  ['redis_kb_per_client', 'Redis used_memory, KB per client', '≤', 0.2],
+  ['churn_subscribe_per_s', 'connect (both tokens) + subscribe + leave, clients/s', '≥', 6000],
+  ['churn_subscribe_vs_socketio', '… × Socket.IO', '≥', 1.8],
+  ['notify_person_per_s', 'one person each, unpaced, notifications/s', '≥', 20000],
+  ['notify_person_vs_socketio', '… × Socket.IO', '≥', 1.8],
+  ['paced_p50_ms', 'at 1,000/s, delivery p50, ms', '≤', 0.5],
+  ['paced_p99_ms', 'at 1,000/s, delivery p99, ms', '≤', 2],
+  ['broadcast_1k_per_s', 'broadcast to 1,000, unpaced, notifications/s', '≥', 180000],
+  ['broadcast_1k_vs_socketio', '… × Socket.IO', '≥', 2],
+];
+
+const fmt = (v: number | undefined): string => (v === undefined ? '–' : Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2));
+
+function table(r: Results): string {
+  const rows = FIGURES.map(([name, label, op, target]) => {
+    const ours = r.figures[name];
+    const peer = (p: string): string => (name.endsWith('_vs_socketio') || name.startsWith('paced') ? '' : fmt(r.figures[`${p}_${name}`]));
+    const met = ours === undefined ? 'not yet measured' : (op === '≤' ? ours <= target : ours >= target) ? 'yes' : 'no';
+    return `| \`${name}\` — ${label} | ${fmt(ours)} | ${peer('socketio')} | ${peer('bare')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
+  });
+  return ['| figure | gateway | Socket.IO | bare ws | target (issue 4) | met |', '|---|---:|---:|---:|---|---|', ...rows].join('\n');
+}
+
+function memoryTable(r: Results): string {
+  const head = `| clients | ${Object.keys(r.memory).map((n) => `${n} RSS MB | ${n} heap MB | ${n} Redis MB`).join(' | ')} |`;
+  const sep = `|---:|${Object.keys(r.memory).map(() => '---:|---:|---:').join('|')}|`;
+  const mb = (b: number | undefined): string => (b === undefined ? '–' : (b / 1048576).toFixed(1));
+  const rows = r.levels.map((clients) => `| ${clients.toLocaleString('en-US')} | ${Object.values(r.memory).map((levels) => {
+    const l = levels.find((x) => x.clients === clients);
+    return `${mb(l && l.rssKb * 1024)} | ${mb(l?.heapUsed)} | ${mb(l?.redisUsedMemory)}`;
+  }).join(' | ')} |`);
+  return [head, sep, ...rows].join('\n');
+}
+
+/** A line chart: one polyline per series, axes with a few ticks, a legend. */
+export function lineChart(title: string, xLabel: string, yLabel: string, series: Array<{ name: string; points: Array<[number, number]> }>): string {
+  const [w, h, left, right, top, bottom] = [720, 400, 70, 160, 40, 50];
+  const all = series.flatMap((s) => s.points);
+  const xMax = Math.max(1, ...all.map((p) => p[0]));
+  const yMax = Math.max(1, ...all.map((p) => p[1])) * 1.1;
+  const x = (v: number): number => left + (v / xMax) * (w - left - right);
+  const y = (v: number): number => h - bottom - (v / yMax) * (h - top - bottom);
+  const colors = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'];
+  const ticks = [0, 0.25, 0.5, 0.75, 1];
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${w}" height="${h}" fill="white"/>`, `<text x="${w / 2}" y="22" text-anchor="middle" font-size="15">${title}</text>`];
+  for (const t of ticks) {
+    out.push(`<line x1="${left}" x2="${w - right}" y1="${y(t * yMax)}" y2="${y(t * yMax)}" stroke="#ddd"/>`,
+      `<text x="${left - 6}" y="${y(t * yMax) + 4}" text-anchor="end">${(t * yMax).toFixed(0)}</text>`,
+      `<text x="${x(t * xMax)}" y="${h - bottom + 16}" text-anchor="middle">${Math.round(t * xMax).toLocaleString('en-US')}</text>`);
+  }
+  out.push(`<line x1="${left}" x2="${left}" y1="${top}" y2="${h - bottom}" stroke="black"/>`, `<line x1="${left}" x2="${w - right}" y1="${h - bottom}" y2="${h - bottom}" stroke="black"/>`,
+    `<text x="${(left + w - right) / 2}" y="${h - 12}" text-anchor="middle">${xLabel}</text>`,
+    `<text transform="translate(16 ${(top + h - bottom) / 2}) rotate(-90)" text-anchor="middle">${yLabel}</text>`);
+  series.forEach((s, i) => {
+    const color = colors[i % colors.length];
+    out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${s.points.map(([a, b]) => `${x(a).toFixed(1)},${y(b).toFixed(1)}`).join(' ')}"/>`,
+      ...s.points.map(([a, b]) => `<circle cx="${x(a).toFixed(1)}" cy="${y(b).toFixed(1)}" r="3" fill="${color}"/>`),
+      `<line x1="${w - right + 12}" x2="${w - right + 32}" y1="${top + 10 + i * 20}" y2="${top + 10 + i * 20}" stroke="${color}" stroke-width="2"/>`,
+      `<text x="${w - right + 38}" y="${top + 14 + i * 20}">${s.name}</text>`);
+  });
+  return `${out.join('\n')}\n</svg>\n`;
+}
+
+function machine(): string {
+  const redis = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).split(' ')[2] ?? '?';
+  return `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GB, Node.js ${process.version}, redis-server ${redis}, linux; loopback only`;
+}
+
+export function writeReport(r: Results, dir: string): void {
+  const series = Object.entries(r.memory).flatMap(([name, levels]) => [
+    { name: `${name} RSS`, points: levels.map((l) => [l.clients, l.rssKb / 1024] as [number, number]) },
+    { name: `redis (${name})`, points: levels.map((l) => [l.clients, l.redisUsedMemory / 1048576] as [number, number]) },
+  ]);
+  writeFileSync(`${dir}/memory.svg`, lineChart('Memory as clients grow (each with its own subscription)', 'clients', 'MB', series));
+  const missing = FIGURES.map(([n]) => n).filter((n) => r.figures[n] === undefined);
+  const md = `# Benchmarks
+
+Produced by \`${r.quick ? 'make bench-quick' : 'make bench'}\` (\`bench/run.ts\`) on ${r.startedAt}. Every figure, with each load
+generator's full output and a sample a second of each process's RSS and CPU and Redis \`used_memory\`, is in
+[results.json](results.json).
+
+**Read with care:** the load generator (wsload for the gateway, \`bench/peer-load.ts\` for the peers) runs on the
+same ${cpus().length} cores as the server it measures, so every rate here is a floor set partly by the client side. The peers
+check no token (a token must merely be present); the gateway verifies both JWTs and runs the API Maker protocol.
+
+## Figures
+
+${table(r)}
+
+Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(-1)?.toLocaleString('en-US')}), or from the first level with
+clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
+6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
+\`process.memoryUsage().heapUsed\` on /stats); no GC is forced, so it is noisy.
+${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
+## Memory as clients grow
+
+![memory](memory.svg)
+
+${memoryTable(r)}
+
+## What runs
+
+- **gateway**: \`node --no-node-snapshot packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
+- **Socket.IO**: \`bench/peers/socketio.ts\`, Socket.IO + \`@socket.io/redis-adapter\`, WebSocket transport only; \`register\`
+  joins a room per recipientId; \`POST /emit\` does \`io.to(room).emit\` (or \`io.emit\`).
+- **bare ws**: \`bench/peers/bare-ws.ts\`, \`ws\` + ioredis, a Map by recipientId; \`POST /emit\` publishes on one Redis
+  channel and the subscriber writes to the socket(s): no protocol work at all.
+- Each server gets a fresh \`redis-server --save '' --appendonly no\`, ports 25001–25030.
+- Memory levels: clients connected and registered (each its own recipientId), 2 s to settle, then RSS
+  (/proc/<pid>/status VmRSS), heap and Redis INFO used_memory; the clients leave before the next level.
+- Churn: 100 clients at a time connect, register, leave, for ${r.quick ? 10 : 20} s. Notify: 1,000 listeners, 100 HTTP connections.
+
+## Commands
+
+\`\`\`sh
+make bench-quick     # node bench/run.ts --quick
+make bench           # node bench/run.ts
+${r.commands.join('\n')}
+\`\`\`
+
+## Machine
+
+${machine()}.
+`;
+  writeFileSync(`${dir}/README.md`, md);
+}

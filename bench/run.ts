@@ -1,0 +1,189 @@
+#!/usr/bin/env node
+/**
+ * The benchmark suite (issue 4, first cut): for the gateway and its two peers in turn, start a fresh redis-server
+ * and the server, run the scenarios against it, sample it once a second, stop it. Then results.json, README.md
+ * and memory.svg in docs/benchmarks/.
+ *
+ *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
+ *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s    (make bench)
+ *
+ * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { sleep, start, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
+import { writeReport, type Level, type Results } from './report.ts';
+
+const QUICK = process.argv.includes('--quick');
+const LEVELS = QUICK ? [0, 2000, 6000] : [0, 2000, 6000, 10000, 14000, 18000];
+const CHURN_S = QUICK ? 10 : 20;
+const NOTIFY_S = QUICK ? 5 : 10;
+const ROOT = new URL('..', import.meta.url).pathname;
+const RUN_DIR = `${ROOT}bench/.run`;
+const OUT_DIR = `${ROOT}docs/benchmarks`;
+const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
+const PEER_LOAD = `${ROOT}bench/peer-load.ts`;
+
+type TargetName = 'gateway' | 'socketio' | 'bare';
+interface Target { name: TargetName; port: number; redisPort: number; server?: Proc }
+
+const results: Results = { quick: QUICK, startedAt: new Date().toISOString(), levels: LEVELS, figures: {}, memory: {}, runs: {}, errors: [], commands: [], samples: [] };
+let redis: Redis | undefined;
+const sampler = new Sampler(async () => (redis ? Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]) : undefined));
+
+function record(name: string, value: number | undefined): void {
+  if (value !== undefined && Number.isFinite(value)) results.figures[name] = Math.round(value * 1000) / 1000;
+}
+const prefix = (t: Target): string => (t.name === 'gateway' ? '' : `${t.name}_`);
+
+/** A load generator run to its end; its JSON (wsload --json, or peer-load's last stdout line). */
+async function runLoad(t: Target, args: string[], timeoutS: number): Promise<Record<string, any>> {
+  const json = `${RUN_DIR}/${t.name}-${args[0]}-${Date.now()}.json`;
+  const [command, argv] = t.name === 'gateway' ? [WSLOAD, [...args, '--quiet', '--json', json]] : [PEER_LOAD, args];
+  results.commands.push(`node ${command.replace(ROOT, '')} ${argv.join(' ')}`);
+  const proc = start(`load-${t.name}`, 'node', [command, ...argv], {}, `${RUN_DIR}/load-${t.name}.log`);
+  const timer = setTimeout(() => void stop(proc, 'SIGKILL'), timeoutS * 1000);
+  await proc.exited;
+  clearTimeout(timer);
+  if (proc.child.exitCode !== 0) throw new Error(`${t.name} ${args[0]} exited with ${proc.child.exitCode ?? proc.child.signalCode}`);
+  return t.name === 'gateway' ? JSON.parse(readFileSync(json, 'utf8')) : JSON.parse(proc.stdout.trim().split('\n').at(-1)!);
+}
+
+async function serverStats(t: Target): Promise<{ clients: number; heapUsed: number | undefined }> {
+  if (t.name !== 'gateway') return (await (await fetch(`http://127.0.0.1:${t.port}/stats`)).json()) as { clients: number; heapUsed: number };
+  const text = await (await fetch(`http://127.0.0.1:${t.port}/metrics`)).text();
+  const metric = (name: string): number | undefined => { const m = new RegExp(`^${name} (\\S+)`, 'm').exec(text); return m ? Number(m[1]) : undefined; };
+  return { clients: metric('herald_subscriptions') ?? NaN, heapUsed: metric('herald_nodejs_heap_size_used_bytes') };
+}
+
+async function startTarget(t: Target): Promise<void> {
+  const redisProc = start('redis', 'redis-server', ['--port', String(t.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, `${RUN_DIR}/redis-${t.name}.log`);
+  // Connect only once it listens: an ioredis client that met ECONNREFUSED first would retry in the background.
+  await waitFor('redis', () => redisProc.stdout.includes('Ready to accept'), 10_000);
+  redis = new Redis(t.redisPort, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  sampler.watch(`redis(${t.name})`, redisProc.child.pid!);
+  const env = { PORT: String(t.port), REDIS_URL: `redis://127.0.0.1:${t.redisPort}`, LOG_LEVEL: 'warn' };
+  const script = t.name === 'gateway' ? ['--no-node-snapshot', `${ROOT}packages/gateway/src/main.ts`] : [`${ROOT}bench/peers/${t.name === 'bare' ? 'bare-ws' : 'socketio'}.ts`];
+  t.server = start(t.name, 'node', script, env, `${RUN_DIR}/${t.name}.log`);
+  const ready = t.name === 'gateway' ? '/readyz' : '/stats';
+  await waitFor(`${t.name} on ${t.port}`, async () => (await fetch(`http://127.0.0.1:${t.port}${ready}`)).ok, 60_000);
+  sampler.watch(t.name, t.server.child.pid!);
+}
+
+/** Hold `clients` until the server counts them all, let it settle 2 s, read RSS, heap and Redis, let them go. */
+async function memoryLevel(t: Target, clients: number): Promise<Level> {
+  let load: Proc | undefined;
+  try {
+    if (clients > 0) {
+      const url = `ws://127.0.0.1:${t.port}`;
+      const args = t.name === 'gateway'
+        ? [WSLOAD, 'fill', url, '--clients', String(clients), '--rate', '2000', '--register', 'announcements', '--per-client', '--tokens', 'both', '--hold', '600', '--quiet']
+        : [PEER_LOAD, 'fill', t.name, url, '--clients', String(clients), '--hold', '600'];
+      if (clients === LEVELS.at(-1)) results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
+      load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}.log`);
+      await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load!.stdout.includes('ready')), 120_000);
+    }
+    await sleep(2000);
+    const stats = await serverStats(t);
+    const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]) };
+    if (stats.heapUsed !== undefined) level.heapUsed = stats.heapUsed;
+    return level;
+  } finally {
+    if (load) await stop(load, 'SIGINT', 20_000);
+    await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
+  }
+}
+
+/** KB per client between 6k (or the first level with clients) and the last level. */
+function slopeKb(levels: Level[], value: (l: Level) => number | undefined): number | undefined {
+  const from = levels.find((l) => l.clients === 6000 && l !== levels.at(-1)) ?? levels.find((l) => l.clients > 0);
+  const to = levels.at(-1);
+  if (!from || !to || from === to) return undefined;
+  const [a, b] = [value(from), value(to)];
+  return a === undefined || b === undefined ? undefined : (b - a) / (to.clients - from.clients);
+}
+
+async function memoryScenario(t: Target): Promise<void> {
+  const levels: Level[] = [];
+  for (const clients of LEVELS) {
+    sampler.phase = `${t.name} memory ${clients}`;
+    levels.push(await memoryLevel(t, clients));
+  }
+  results.memory[t.name] = levels;
+  record(`${prefix(t)}node_rss_kb_per_client`, slopeKb(levels, (l) => l.rssKb));
+  record(`${prefix(t)}node_heap_kb_per_client`, slopeKb(levels, (l) => (l.heapUsed === undefined ? undefined : l.heapUsed / 1024)));
+  record(`${prefix(t)}redis_kb_per_client`, slopeKb(levels, (l) => l.redisUsedMemory / 1024));
+}
+
+async function loadScenarios(t: Target): Promise<void> {
+  const ws = `ws://127.0.0.1:${t.port}`;
+  const http = `http://127.0.0.1:${t.port}`;
+  const gw = t.name === 'gateway';
+  const steps: Array<[string, string[], (r: Record<string, any>) => void]> = [
+    ['churn', gw ? ['churn', ws, '-c', '100', '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both'] : ['churn', t.name, ws, '-c', '100', '-d', String(CHURN_S)],
+      (r) => record(`${prefix(t)}churn_subscribe_per_s`, r.rates?.clientsPerSecond ?? r.clientsPerSecond)],
+    ['notify-person', gw ? ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S)] : ['notify', t.name, ws, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S)],
+      (r) => record(`${prefix(t)}notify_person_per_s`, r.rates?.notificationsPerSecond ?? r.notificationsPerSecond)],
+    ['broadcast-1k', gw ? ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '--broadcast'] : ['notify', t.name, ws, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '--broadcast'],
+      (r) => record(`${prefix(t)}broadcast_1k_per_s`, r.rates?.notificationsPerSecond ?? r.notificationsPerSecond)],
+  ];
+  if (gw) steps.push(['notify-paced', ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '-R', '1000'],
+    (r) => { record('paced_p50_ms', r.latency?.delivery?.p50); record('paced_p99_ms', r.latency?.delivery?.p99); }]);
+  for (const [name, args, take] of steps) {
+    sampler.phase = `${t.name} ${name}`;
+    try {
+      const out = await runLoad(t, args, CHURN_S + NOTIFY_S + 120);
+      results.runs[`${t.name} ${name}`] = out;
+      take(out);
+    } catch (error) { results.errors.push(`${t.name} ${name}: ${(error as Error).message}`); }
+  }
+}
+
+async function benchTarget(t: Target): Promise<void> {
+  try {
+    await startTarget(t);
+    try { await memoryScenario(t); } catch (error) { results.errors.push(`${t.name} memory: ${(error as Error).message}`); }
+    await loadScenarios(t);
+  } catch (error) {
+    results.errors.push(`${t.name}: ${(error as Error).message}`);
+  } finally {
+    sampler.unwatch(t.name);
+    redis?.disconnect();
+    redis = undefined;
+    await stopAll();
+  }
+}
+
+function ratios(): void {
+  const f = results.figures;
+  for (const name of ['churn_subscribe', 'notify_person', 'broadcast_1k']) {
+    const [ours, theirs] = [f[`${name}_per_s`], f[`socketio_${name}_per_s`]];
+    if (ours !== undefined && theirs) record(`${name}_vs_socketio`, ours / theirs);
+  }
+}
+
+mkdirSync(RUN_DIR, { recursive: true });
+mkdirSync(OUT_DIR, { recursive: true });
+const targets: Target[] = [
+  { name: 'gateway', port: 25010, redisPort: 25001 },
+  { name: 'socketio', port: 25020, redisPort: 25002 },
+  { name: 'bare', port: 25030, redisPort: 25003 },
+];
+const stopOnSignal = (): void => void stopAll().finally(() => process.exit(130));
+process.once('SIGINT', stopOnSignal);
+process.once('SIGTERM', stopOnSignal);
+try {
+  for (const t of targets) {
+    console.error(`bench: ${t.name}`);
+    await benchTarget(t);
+  }
+  ratios();
+} finally {
+  sampler.close();
+  await stopAll();
+  results.samples = sampler.samples;
+  // Figures at the top level, by name, so a reader (or CI) finds them without knowing the layout.
+  writeFileSync(`${OUT_DIR}/results.json`, `${JSON.stringify({ ...results.figures, ...results }, null, 2)}\n`);
+  writeReport(results, OUT_DIR);
+  console.error(`bench: figures ${JSON.stringify(results.figures)}${results.errors.length ? `\nbench: errors ${results.errors.join('; ')}` : ''}`);
+}
