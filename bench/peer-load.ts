@@ -3,7 +3,7 @@
  * The client side for the peers, which wsload cannot drive (wsload speaks the API Maker protocol): the same
  * figures with the least client work, each command printing one JSON line on stdout at the end.
  *
- *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--hold S]      prints "ready N" once all registered
+ *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--first I] [--hold S]   prints "ready N" once all registered
  *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10]            connect, register (acked), close
  *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [--broadcast]
  *
@@ -48,19 +48,19 @@ function connectSocketIo(url: string, i: number, onSentAt: (t: number) => void):
 const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> =>
   kind === 'bare' ? connectBare(url, i, onSentAt) : connectSocketIo(url, i, onSentAt);
 
-/** N clients, `batch` connecting at a time. */
-async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void): Promise<PeerClient[]> {
+/** N clients (indexes first .. first + N - 1), 100 connecting at a time. */
+async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void, first = 0): Promise<PeerClient[]> {
   const clients: PeerClient[] = [];
   for (let next = 0; next < n; ) {
-    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, next + k, onSentAt));
+    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, first + next + k, onSentAt));
     next += batch.length;
     clients.push(...(await Promise.all(batch)));
   }
   return clients;
 }
 
-async function fill(kind: Kind, url: string, n: number, holdS: number): Promise<void> {
-  const clients = await connectMany(kind, url, n, () => {});
+async function fill(kind: Kind, url: string, n: number, holdS: number, first: number): Promise<void> {
+  const clients = await connectMany(kind, url, n, () => {}, first);
   console.log(`ready ${clients.length}`);
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, holdS * 1000);
@@ -133,11 +133,11 @@ async function notify(kind: Kind, url: string, n: number, c: number, durationS: 
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { clients: { type: 'string', short: 'n' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, broadcast: { type: 'boolean', default: false } },
+  options: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, broadcast: { type: 'boolean', default: false } },
 });
 const [command, kind, url] = positionals as [string, Kind, string];
 if (!['socketio', 'bare'].includes(kind) || !url) throw new Error('usage: peer-load.ts fill|churn|notify socketio|bare <url> ...');
-if (command === 'fill') await fill(kind, url, Number(values.clients), Number(values.hold));
+if (command === 'fill') await fill(kind, url, Number(values.clients), Number(values.hold), Number(values.first));
 else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration));
 else if (command === 'notify') await notify(kind, url, Number(values.clients ?? 1000), Number(values.connections), Number(values.duration), values.broadcast === true);
 else throw new Error(`unknown command ${command}`);

@@ -63,35 +63,39 @@ async function startTarget(t: Target): Promise<void> {
   redis = new Redis(t.redisPort, '127.0.0.1', { maxRetriesPerRequest: 1 });
   sampler.watch(`redis(${t.name})`, redisProc.child.pid!);
   const env = { PORT: String(t.port), REDIS_URL: `redis://127.0.0.1:${t.redisPort}`, LOG_LEVEL: 'warn' };
-  const script = t.name === 'gateway' ? ['--no-node-snapshot', `${ROOT}packages/gateway/src/main.ts`] : [`${ROOT}bench/peers/${t.name === 'bare' ? 'bare-ws' : 'socketio'}.ts`];
+  const gc = ['--expose-gc', '--import', `${ROOT}bench/gc-preload.ts`];
+  const script = t.name === 'gateway'
+    ? [...gc, '--no-node-snapshot', `${ROOT}packages/gateway/src/main.ts`]
+    : [...gc, `${ROOT}bench/peers/${t.name === 'bare' ? 'bare-ws' : 'socketio'}.ts`];
   t.server = start(t.name, 'node', script, env, `${RUN_DIR}/${t.name}.log`);
   const ready = t.name === 'gateway' ? '/readyz' : '/stats';
   await waitFor(`${t.name} on ${t.port}`, async () => (await fetch(`http://127.0.0.1:${t.port}${ready}`)).ok, 60_000);
   sampler.watch(t.name, t.server.child.pid!);
 }
 
-/** Hold `clients` until the server counts them all, let it settle 2 s, read RSS, heap and Redis, let them go. */
-async function memoryLevel(t: Target, clients: number): Promise<Level> {
-  let load: Proc | undefined;
-  try {
-    if (clients > 0) {
-      const url = `ws://127.0.0.1:${t.port}`;
-      const args = t.name === 'gateway'
-        ? [WSLOAD, 'fill', url, '--clients', String(clients), '--rate', '2000', '--register', 'announcements', '--per-client', '--tokens', 'both', '--hold', '600', '--quiet']
-        : [PEER_LOAD, 'fill', t.name, url, '--clients', String(clients), '--hold', '600'];
-      if (clients === LEVELS.at(-1)) results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
-      load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}.log`);
-      await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load!.stdout.includes('ready')), 120_000);
-    }
-    await sleep(2000);
-    const stats = await serverStats(t);
-    const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]) };
-    if (stats.heapUsed !== undefined) level.heapUsed = stats.heapUsed;
-    return level;
-  } finally {
-    if (load) await stop(load, 'SIGINT', 20_000);
-    await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
+/**
+ * Grow to `clients` by adding a fill for the difference (earlier fills stay connected, as the clients of a real
+ * node do), wait until the server counts them all, force a GC in the server, and read RSS, heap and Redis.
+ */
+async function memoryLevel(t: Target, clients: number, fills: Proc[], held: number): Promise<Level> {
+  if (clients > held) {
+    const url = `ws://127.0.0.1:${t.port}`;
+    const delta = ['--clients', String(clients - held), '--first', String(held), '--hold', '600'];
+    const args = t.name === 'gateway'
+      ? [WSLOAD, 'fill', url, ...delta, '--rate', '2000', '--register', 'announcements', '--per-client', '--tokens', 'both', '--quiet']
+      : [PEER_LOAD, 'fill', t.name, url, ...delta];
+    results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
+    const load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}-${clients}.log`);
+    fills.push(load);
+    await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load.stdout.includes('ready')), 120_000);
   }
+  // The servers run with bench/gc-preload.ts: SIGUSR2 makes them collect, so heap and RSS hold live data only.
+  t.server!.child.kill('SIGUSR2');
+  await sleep(2000);
+  const stats = await serverStats(t);
+  const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]) };
+  if (stats.heapUsed !== undefined) level.heapUsed = stats.heapUsed;
+  return level;
 }
 
 /** KB per client between 6k (or the first level with clients) and the last level. */
@@ -105,9 +109,15 @@ function slopeKb(levels: Level[], value: (l: Level) => number | undefined): numb
 
 async function memoryScenario(t: Target): Promise<void> {
   const levels: Level[] = [];
-  for (const clients of LEVELS) {
-    sampler.phase = `${t.name} memory ${clients}`;
-    levels.push(await memoryLevel(t, clients));
+  const fills: Proc[] = [];
+  try {
+    for (const clients of LEVELS) {
+      sampler.phase = `${t.name} memory ${clients}`;
+      levels.push(await memoryLevel(t, clients, fills, levels.at(-1)?.clients ?? 0));
+    }
+  } finally {
+    await Promise.all(fills.map((fill) => stop(fill, 'SIGINT', 20_000)));
+    await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
   }
   results.memory[t.name] = levels;
   record(`${prefix(t)}node_rss_kb_per_client`, slopeKb(levels, (l) => l.rssKb));

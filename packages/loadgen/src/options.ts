@@ -4,7 +4,7 @@ import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
 
 export const USAGE = `usage:
-  wsload fill   <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
+  wsload fill   <ws-url> --clients N [--first I] [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
@@ -34,6 +34,8 @@ export interface HoldOptions extends CommonOptions {
   command: 'fill' | 'listen';
   wsUrl: string;
   clients: number;
+  /** Index of the first client (its identity: person, per-client recipientId), so fills can add up. */
+  first: number;
   rate: number;
   holdS: number;
   perWorker: number;
@@ -88,7 +90,7 @@ const COMMON = {
 } satisfies ParseArgsConfig['options'];
 
 const EXTRA = {
-  fill: { clients: { type: 'string', short: 'n' }, rate: { type: 'string', short: 'r', default: '1000' }, hold: { type: 'string', default: '10' } },
+  fill: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, rate: { type: 'string', short: 'r', default: '1000' }, hold: { type: 'string', default: '10' } },
   churn: { connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, warmup: { type: 'string', short: 'w', default: '0' } },
   notify: {
     clients: { type: 'string', short: 'n', default: '1000' },
@@ -182,10 +184,12 @@ function hold(command: 'fill' | 'listen', args: string[]): HoldOptions {
     command,
     wsUrl: url,
     clients: number(values, 'clients', 1),
+    first: number(values, 'first', 0),
     rate: number(values, 'rate', 0.001),
     holdS: number(values, 'hold', 0),
     perWorker: number(values, 'per-worker', 1),
-    perAddress: perAddress(values, number(values, 'clients', 1)),
+    // Source addresses go by the client's index, so a fill that adds to earlier ones spreads like one big fill.
+    perAddress: perAddress(values, number(values, 'first', 0) + number(values, 'clients', 1)),
   };
 }
 

@@ -23,7 +23,7 @@ function progressLine(options: HoldOptions, s: PoolSnapshot, elapsedS: number, o
 export async function hold(options: HoldOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
   const { rate, perAddress, timeoutMs } = options;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs }, options.perWorker);
+  const group = clientGroup({ roster, first: options.first, count: options.clients, rate, perAddress, timeoutMs }, options.perWorker);
   const clients = new RateSamples();
   const notifications = new RateSamples();
   const began = performance.now();
