@@ -12,6 +12,7 @@ import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
+import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
 import type { Session } from './session.ts';
 
 /** One eventId on this node: what was asked for, and every session that asked for it. */
@@ -19,14 +20,15 @@ export interface Subscription {
   readonly eventId: string;
   readonly onEvent: OnEvent;
   readonly bucket: Bucket;
-  readonly sessions: Set<Session>;
+  sessions: Few<Session>;
 }
 
 interface Bucket {
   readonly route: Route;
-  readonly subscriptions: Map<string, Subscription>;
-  /** Settles once the broker knows this node holds the route (it never rejects). */
-  readonly registered: Promise<void>;
+  /** One per distinct eventId on the route (they differ in select or getEventData). */
+  subscriptions: Few<Subscription>;
+  /** Until the broker knows this node holds the route (it never rejects); then cleared. */
+  registering: Promise<void> | undefined;
 }
 
 interface Shape {
@@ -67,7 +69,7 @@ export class Hub {
     session.closed = true;
     this.sessions.delete(session);
     this.#metrics.connections.dec();
-    for (const subscription of session.subscriptions?.values() ?? []) this.#leave(session, subscription);
+    for (const subscription of membersOf(session.subscriptions)) this.#leave(session, subscription);
     session.subscriptions = undefined;
   }
 
@@ -75,9 +77,9 @@ export class Hub {
   async subscribe(session: Session, onEvent: OnEvent): Promise<ValidOnEvent> {
     const route = routeOf(routeEventOf(onEvent), onEvent.condition?.criteria);
     const eventId = eventIdOf(route, onEvent);
-    const existing = session.subscriptions?.get(eventId);
+    const existing = session.subscription(eventId);
     if (existing) {
-      await existing.bucket.registered;
+      await existing.bucket.registering;
       return { ...onEvent, eventId };
     }
     if (session.subscriptionCount >= this.#options.maxSubscriptionsPerConnection) {
@@ -86,16 +88,16 @@ export class Hub {
         `a connection may hold at most ${this.#options.maxSubscriptionsPerConnection} subscriptions`,
       );
     }
-    await this.#join(session, route, eventId, onEvent).bucket.registered;
+    await this.#join(session, route, eventId, onEvent).bucket.registering;
     return { ...onEvent, eventId };
   }
 
   /** Answers whether the session held that eventId. */
   unsubscribe(session: Session, eventId: string): boolean {
-    const subscription = session.subscriptions?.get(eventId);
+    const subscription = session.subscription(eventId);
     if (!subscription) return false;
     this.#leave(session, subscription);
-    session.subscriptions?.delete(eventId);
+    session.subscriptions = removeFrom(session.subscriptions, subscription);
     return true;
   }
 
@@ -108,31 +110,33 @@ export class Hub {
     for (const shape of shapes.values()) {
       const valuesKey = valuesKeyIn(eventData, shape.fields);
       const bucket = valuesKey === undefined ? undefined : shape.buckets.get(valuesKey);
-      if (bucket) for (const subscription of bucket.subscriptions.values()) matched.push(subscription);
+      if (bucket) for (const subscription of membersOf(bucket.subscriptions)) matched.push(subscription);
     }
     if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData));
   }
 
   #join(session: Session, route: Route, eventId: string, onEvent: OnEvent): Subscription {
     const bucket = this.#bucketFor(route);
-    let subscription = bucket.subscriptions.get(eventId);
+    let subscription = findIn(bucket.subscriptions, (each) => each.eventId === eventId);
     if (!subscription) {
-      subscription = { eventId, onEvent, bucket, sessions: new Set() };
-      bucket.subscriptions.set(eventId, subscription);
+      subscription = { eventId, onEvent, bucket, sessions: undefined };
+      bucket.subscriptions = addTo(bucket.subscriptions, subscription);
     }
-    subscription.sessions.add(session);
-    (session.subscriptions ??= new Map()).set(eventId, subscription);
+    subscription.sessions = addTo(subscription.sessions, session);
+    session.subscriptions = addTo(session.subscriptions, subscription);
     this.#metrics.subscriptions.inc();
     return subscription;
   }
 
   #leave(session: Session, subscription: Subscription): void {
-    if (!subscription.sessions.delete(session)) return;
+    const before = sizeOf(subscription.sessions);
+    subscription.sessions = removeFrom(subscription.sessions, session);
+    if (sizeOf(subscription.sessions) === before) return;
     this.#metrics.subscriptions.dec();
-    if (subscription.sessions.size > 0) return;
+    if (subscription.sessions !== undefined) return;
     const { bucket } = subscription;
-    bucket.subscriptions.delete(subscription.eventId);
-    if (bucket.subscriptions.size === 0) this.#dropBucket(bucket);
+    bucket.subscriptions = removeFrom(bucket.subscriptions, subscription);
+    if (bucket.subscriptions === undefined) this.#dropBucket(bucket);
   }
 
   #bucketFor(route: Route): Bucket {
@@ -143,7 +147,11 @@ export class Hub {
     if (!shape) shapes.set(shapeKey, (shape = { fields: route.fields, buckets: new Map() }));
     let bucket = shape.buckets.get(route.valuesKey);
     if (!bucket) {
-      bucket = { route, subscriptions: new Map(), registered: this.#options.broker.addRoute(route) };
+      const created: Bucket = { route, subscriptions: undefined, registering: undefined };
+      created.registering = this.#options.broker.addRoute(route).then(() => {
+        created.registering = undefined;
+      });
+      bucket = created;
       shape.buckets.set(route.valuesKey, bucket);
       this.#metrics.routes.inc();
     }
@@ -171,7 +179,7 @@ export class Hub {
         json = onEvent.select ? JSON.stringify(project(eventData, onEvent.select)) : (fullJson ??= JSON.stringify(eventData));
       }
       const frame = encodeNotification(eventId, onEvent.eventType, json);
-      for (const session of sessions) {
+      for (const session of membersOf(sessions)) {
         this.#write(session, frame);
         yield;
       }

@@ -2,6 +2,7 @@
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { Slot } from '../transport/admission.ts';
+import { findIn, sizeOf, type Few } from './few.ts';
 import type { Subscription } from './hub.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
@@ -15,8 +16,8 @@ export class Session {
   readonly apiUser: ApiUser;
   readonly person: Person | undefined;
   readonly handler: SessionHandler;
-  /** By eventId; created on the first REGISTER, since many connections never hold one. */
-  subscriptions: Map<string, Subscription> | undefined;
+  /** What this connection registered (most hold one: see few.ts). */
+  subscriptions: Few<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
   replying: Promise<void> | undefined;
   /** The admission slot, held until the first REGISTER is answered. */
@@ -34,6 +35,10 @@ export class Session {
   }
 
   get subscriptionCount(): number {
-    return this.subscriptions?.size ?? 0;
+    return sizeOf(this.subscriptions);
+  }
+
+  subscription(eventId: string): Subscription | undefined {
+    return findIn(this.subscriptions, (subscription) => subscription.eventId === eventId);
   }
 }
