@@ -1,4 +1,7 @@
 /**
+ * Run alone, after the other tests (`*.solo.ts`): a peak of memory measures the node, not the neighbours that
+ * share its 2 cores (beside another test file, the burst piled up twice as high).
+ *
  * A reconnect storm against a real node process: 3,000 clients at once cost the node about as much memory as
  * 3,000 let in slowly, because admission control keeps at most 256 in the handshake.
  */
