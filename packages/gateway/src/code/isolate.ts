@@ -26,19 +26,44 @@ const BACKSTOP_GRACE_MS = 50;
 const OUTCOME_SCRIPT = `const __heraldOutcome = ${outcomeOf.toString()};`;
 
 /**
- * The code's declarations live in a function scope of their own; what it evaluates to is the entry the
- * node calls: it builds `g` inside the isolate, with g.sys.db.getAll calling back into the node (the
- * query copied out, the rows copied in).
+ * The code's declarations live in a function scope of their own; what it evaluates to is the entry the node
+ * calls. `start` calls main with `g` built inside the isolate (g.sys.db.getAll calls back into the node: the
+ * query copied out, the rows copied in); `read` answers the outcome once main has settled, which for most lean
+ * code is at once (the isolate runs its microtasks when a call returns); `wait` and `run` hand back the promise.
  */
 const entryScript = (source: string): string => `(function () {
 "use strict";
 ${source}
-;return async (requestJson, getAll) => __heraldOutcome(main, { req: JSON.parse(requestJson), sys: { db: {
-  getAll: (query) => getAll.apply(undefined, [query], { arguments: { copy: true }, result: { promise: true, copy: true } }),
-} } });
+;let pending, outcome;
+const start = (requestJson, getAll) => {
+  outcome = undefined;
+  pending = __heraldOutcome(main, { req: JSON.parse(requestJson), sys: { db: {
+    getAll: (query) => getAll.apply(undefined, [query], { arguments: { copy: true }, result: { promise: true, copy: true } }),
+  } } });
+  pending.then((settled) => { outcome = JSON.stringify(settled); });
+};
+return {
+  start,
+  read: () => outcome,
+  wait: () => pending,
+  run: (requestJson, getAll) => { start(requestJson, getAll); return pending; },
+};
 })()`;
 
-type Entry = (requestJson: string, getAll: ivm.Reference) => Promise<Outcome>;
+/** The entry's functions, as references into the isolate. */
+interface Entry {
+  start: ivm.Reference<(requestJson: string, getAll: ivm.Reference) => void>;
+  read: ivm.Reference<() => string | undefined>;
+  wait: ivm.Reference<() => Promise<Outcome>>;
+  run: ivm.Reference<(requestJson: string, getAll: ivm.Reference) => Promise<Outcome>>;
+}
+
+/**
+ * CPU the synchronous first step may take on the node's own thread. Lean code usually settles within it in a few
+ * microseconds (an async call to another thread costs ~60 µs); code that does not, or that loops, goes on in
+ * the isolate's thread under the full time limit, so a loop stalls the node for this long at most.
+ */
+const SYNC_SLICE_MS = 10;
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const isTimeout = (error: unknown): boolean => messageOf(error).includes('timed out');
@@ -47,7 +72,7 @@ class IsolateSlot {
   readonly #limits: RunnerLimits;
   #isolate: ivm.Isolate | undefined;
   /** Per code id: its loaded entry in this isolate (a promise, so a failed load is retried next call). */
-  #entries = new Map<string, Promise<ivm.Reference<Entry>>>();
+  #entries = new Map<string, Promise<Entry>>();
   #closed = false;
   #bridged: { sys: SystemCalls; reference: ivm.Reference } | undefined;
 
@@ -58,7 +83,7 @@ class IsolateSlot {
   async call(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
     if (this.#closed) return unavailable('the runner is closed');
     const isolate = this.#live();
-    let entry: ivm.Reference<Entry>;
+    let entry: Entry;
     try {
       entry = await this.#entry(isolate, code);
     } catch (error) {
@@ -66,16 +91,43 @@ class IsolateSlot {
       return this.#failure(isolate, error, (text) => verdictOf({ kind: 'threw', text }));
     }
     const getAll = this.#bridge(sys);
-    let backstop: NodeJS.Timeout | undefined;
+    // A string crosses into the isolate as it is; parsing it there is cheaper than an ExternalCopy per call.
+    const requestJson = JSON.stringify(request);
     try {
-      // A string crosses into the isolate as it is; parsing it there is cheaper than an ExternalCopy per call.
-      const run = entry.apply(undefined, [JSON.stringify(request), getAll], {
-        result: { promise: true, copy: true },
-        timeout: this.#limits.timeoutMs,
-      });
-      const hung = new Promise<'hung'>((resolve) => {
-        backstop = setTimeout(resolve, this.#limits.timeoutMs + BACKSTOP_GRACE_MS, 'hung');
-      });
+      const first = this.#trySync(entry, requestJson, getAll);
+      if (typeof first === 'object') return first;
+      return await this.#await(entry, requestJson, getAll, first);
+    } catch (error) {
+      return this.#failure(isolate, error, (text) => unavailable(text));
+    }
+  }
+
+  /**
+   * The fast path: run main here and read its outcome. 'pending' when main awaits something (g.sys), 'sliced'
+   * when it ran out of the slice (a long computation, or a loop) and must run again with its full time.
+   */
+  #trySync(entry: Entry, requestJson: string, getAll: ivm.Reference): CanConnectVerdict | 'pending' | 'sliced' {
+    try {
+      entry.start.applySync(undefined, [requestJson, getAll], { timeout: Math.min(SYNC_SLICE_MS, this.#limits.timeoutMs) });
+    } catch (error) {
+      if (isTimeout(error)) return 'sliced';
+      throw error;
+    }
+    const settled = entry.read.applySync(undefined, []);
+    if (settled === undefined) return 'pending';
+    const outcome: unknown = JSON.parse(settled);
+    return isOutcome(outcome) ? verdictOf(outcome) : unavailable('the isolate answered something unexpected');
+  }
+
+  /** The slow path, off the node's thread: wait for main (awaiting g.sys), or run it again with the full time. */
+  async #await(entry: Entry, requestJson: string, getAll: ivm.Reference, first: 'pending' | 'sliced'): Promise<CanConnectVerdict> {
+    const options = { result: { promise: true, copy: true }, timeout: this.#limits.timeoutMs } as const;
+    const run = first === 'pending' ? entry.wait.apply(undefined, [], options) : entry.run.apply(undefined, [requestJson, getAll], options);
+    let backstop: NodeJS.Timeout | undefined;
+    const hung = new Promise<'hung'>((resolve) => {
+      backstop = setTimeout(resolve, this.#limits.timeoutMs + BACKSTOP_GRACE_MS, 'hung');
+    });
+    try {
       const outcome: unknown = await Promise.race([run, hung]);
       if (outcome === 'hung') {
         // Its time limit only covers running JavaScript, not awaiting a promise that never settles.
@@ -83,8 +135,6 @@ class IsolateSlot {
         return timedOut(this.#limits);
       }
       return isOutcome(outcome) ? verdictOf(outcome) : unavailable('the isolate answered something unexpected');
-    } catch (error) {
-      return this.#failure(isolate, error, (text) => unavailable(text));
     } finally {
       clearTimeout(backstop);
     }
@@ -119,7 +169,7 @@ class IsolateSlot {
     return this.#isolate;
   }
 
-  #entry(isolate: ivm.Isolate, code: PreparedCode): Promise<ivm.Reference<Entry>> {
+  #entry(isolate: ivm.Isolate, code: PreparedCode): Promise<Entry> {
     let entry = this.#entries.get(code.id);
     if (!entry) {
       entry = loadEntry(isolate, code, this.#limits.timeoutMs);
@@ -141,11 +191,15 @@ class IsolateSlot {
 }
 
 /** One context per code version, so versions cannot see each other's changes to built-ins. */
-async function loadEntry(isolate: ivm.Isolate, code: PreparedCode, timeoutMs: number): Promise<ivm.Reference<Entry>> {
+async function loadEntry(isolate: ivm.Isolate, code: PreparedCode, timeoutMs: number): Promise<Entry> {
   const context = await isolate.createContext();
   await context.eval(OUTCOME_SCRIPT, { timeout: timeoutMs });
   const script = await isolate.compileScript(entryScript(code.source), { filename: `can-connect-${code.event}.js` });
-  return (await script.run(context, { reference: true, timeout: timeoutMs })) as ivm.Reference<Entry>;
+  const entry = (await script.run(context, { reference: true, timeout: timeoutMs })) as ivm.Reference<Record<keyof Entry, unknown>>;
+  const [start, read, wait, run] = await Promise.all(
+    (['start', 'read', 'wait', 'run'] as const).map((name) => entry.get(name, { reference: true })),
+  );
+  return { start, read, wait, run } as Entry;
 }
 
 export class IsolateRunner implements CodeRunner {
