@@ -4,6 +4,7 @@
  */
 import { MongoClient, type Document } from 'mongodb';
 import type { CollectionRef, DataSource, FindQuery, Row } from './data-source.ts';
+import { checkFilter } from './filter.ts';
 
 export class MongoDataSource implements DataSource {
   readonly #client: MongoClient;
@@ -19,6 +20,7 @@ export class MongoDataSource implements DataSource {
   }
 
   async getAll({ database, collection, find, limit }: FindQuery): Promise<Row[]> {
+    if (find) checkFilter(find);
     const cursor = this.#collection({ database, collection }).find(find ?? {});
     if (limit !== undefined) cursor.limit(limit);
     return (await cursor.toArray()).map(plain);

@@ -32,29 +32,6 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
 
-const FIELD_OPERATORS = new Set(['$eq', '$in']);
-
-/**
- * Callers may be anyone (public tables), so only the operators every data source supports pass: equality,
- * $eq, $in and $and. Anything else ($where, $regex, ...) is refused here, before it can reach MongoDB.
- */
-function checkFilter(filter: Row, path: string): void {
-  for (const [key, condition] of Object.entries(filter)) {
-    if (key === '$and') {
-      if (!Array.isArray(condition) || !condition.every(isRow)) throw new GatewayError('BAD_REQUEST', `${path}.$and must be an array of filters`);
-      condition.forEach((part, i) => checkFilter(part, `${path}.$and[${i}]`));
-    } else if (key.startsWith('$')) {
-      throw new GatewayError('BAD_REQUEST', `${path}: operator ${key} is not supported (equality, $eq, $in, $and are)`);
-    } else if (isRow(condition)) {
-      for (const operator of Object.keys(condition)) {
-        if (operator.startsWith('$') && !FIELD_OPERATORS.has(operator)) {
-          throw new GatewayError('BAD_REQUEST', `${path}.${key}: operator ${operator} is not supported (equality, $eq, $in, $and are)`);
-        }
-      }
-    }
-  }
-}
-
 function parseFind(find: unknown): Filter | undefined {
   if (find === undefined) return undefined;
   let parsed: unknown;
@@ -64,8 +41,7 @@ function parseFind(find: unknown): Filter | undefined {
     parsed = undefined;
   }
   if (!isRow(parsed)) throw new GatewayError('BAD_REQUEST', 'querystring/find must be a JSON object, e.g. find={"country":"India"}');
-  checkFilter(parsed, 'querystring/find');
-  return parsed as Filter;
+  return parsed as Filter; // the data source checks what is in it (data/filter.ts)
 }
 
 function rowsOf(body: unknown): Row[] {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { CollectionRef, DataSource, Filter, Row } from '../../src/data/data-source.ts';
+import { GatewayError } from '../../src/errors.ts';
 
 const withoutIds = (rows: Row[]): Row[] => rows.map(({ _id, ...rest }) => rest);
 
@@ -144,6 +145,15 @@ export function dataSourceContract(name: string, open: () => Promise<{ source: D
       await source.insert(first, [{ n: 3 }]);
       assert.deepEqual(withoutIds(await source.getAll(first)), [{ n: 1 }, { n: 3 }]);
       assert.deepEqual(withoutIds(await source.getAll(second)), [{ n: 2 }]);
+    });
+
+    it('refuses what is outside the filter language with BAD_REQUEST, whatever the store could do', async () => {
+      const ref = freshCollection();
+      await source.insert(ref, [{ n: 1 }]);
+      const badRequest = (error: unknown) => error instanceof GatewayError && error.code === 'BAD_REQUEST';
+      for (const find of [{ n: { $gt: 0 } }, { $or: [{ n: 1 }] }, { n: { $in: 1 } }, { $where: 'true' }, { $and: [{ $or: [] }] }]) {
+        await assert.rejects(source.getAll({ ...ref, find: find as Filter }), badRequest, JSON.stringify(find));
+      }
     });
   });
 }
