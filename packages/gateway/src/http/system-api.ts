@@ -6,6 +6,7 @@ import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
 import { ok } from './envelope.ts';
+import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
 
 export interface SystemApiOptions {
   userPath: string;
@@ -120,9 +121,9 @@ export function systemApi(app: FastifyInstance, options: SystemApiOptions): void
 }
 
 function apiTokenOf(request: FastifyRequest): string {
-  const header = request.headers['x-am-authorization'];
-  if (typeof header !== 'string' || header.length === 0) {
-    throw new GatewayError('TOKEN_MISSING', 'the x-am-authorization header (the API user token) is required');
+  const token = tokenHeader(request, API_TOKEN_HEADER);
+  if (token === undefined) {
+    throw new GatewayError('TOKEN_MISSING', `the ${API_TOKEN_HEADER} header (the API user token) is required`);
   }
-  return header;
+  return token;
 }

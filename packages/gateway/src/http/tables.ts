@@ -12,6 +12,7 @@ import { tableEvent } from '../events/routing.ts';
 import type { Caller, TableCatalogue, TableRef } from '../events/tables.ts';
 import type { Metrics } from '../metrics.ts';
 import { ok } from './envelope.ts';
+import { API_TOKEN_HEADER, PERSON_TOKEN_HEADER, tokenHeader } from './headers.ts';
 
 /** Rows in one save: a bound on the work (and the notifications) one request can cause. */
 export const MAX_ROWS_PER_SAVE = 1000;
@@ -26,11 +27,6 @@ export interface TablesOptions {
 }
 
 const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
-}
 
 function parseFind(find: unknown): Filter | undefined {
   if (find === undefined) return undefined;
@@ -58,8 +54,8 @@ export function tableRoutes(app: FastifyInstance, options: TablesOptions): void 
 
   /** The tokens given, checked; then whether they are enough for this table. */
   const authorize = (request: FastifyRequest): TableRef => {
-    const apiToken = header(request, 'x-am-authorization');
-    const personToken = header(request, 'x-am-user-authorization');
+    const apiToken = tokenHeader(request, API_TOKEN_HEADER);
+    const personToken = tokenHeader(request, PERSON_TOKEN_HEADER);
     const caller: Caller = {
       apiUser: apiToken === undefined ? undefined : authenticator.verifyApiUser(apiToken),
       person: personToken === undefined ? undefined : authenticator.verifyPerson(personToken),
