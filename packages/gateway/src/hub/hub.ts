@@ -170,8 +170,11 @@ export class Hub {
     void this.#options.broker.removeRoute(route);
   }
 
-  /** One write per recipient; each subscription's frame is encoded once, with its select applied once. */
-  *#writes(matched: Subscription[], eventData: Record<string, unknown>): Generator<void> {
+  /**
+   * One write per recipient, yielding whether the frame went out; each subscription's frame is encoded once,
+   * with its select applied once.
+   */
+  *#writes(matched: Subscription[], eventData: Record<string, unknown>): Generator<boolean> {
     let fullJson: string | undefined;
     for (const { eventId, onEvent, sessions } of matched) {
       let json: string | undefined;
@@ -179,37 +182,36 @@ export class Hub {
         json = onEvent.select ? JSON.stringify(project(eventData, onEvent.select)) : (fullJson ??= JSON.stringify(eventData));
       }
       const frame = encodeNotification(eventId, onEvent.eventType, json);
-      for (const session of membersOf(sessions)) {
-        this.#write(session, frame);
-        yield;
-      }
+      for (const session of membersOf(sessions)) yield this.#write(session, frame);
     }
   }
 
-  #fanOut(writes: Generator<void>): void {
-    const chunk = this.#options.fanOutChunk;
-    let written = 0;
-    while (!writes.next().done) {
-      if (++written === chunk) {
-        setImmediate(() => this.#fanOut(writes));
-        return;
-      }
+  /** Counting per chunk, not per frame: a counter update per recipient would cost more than the write's JS. */
+  #fanOut(writes: Generator<boolean>): void {
+    let sent = 0;
+    for (let step = 0; step < this.#options.fanOutChunk; step++) {
+      const next = writes.next();
+      if (next.done) return this.#metrics.notificationsOut.inc(sent);
+      if (next.value) sent++;
     }
+    this.#metrics.notificationsOut.inc(sent);
+    setImmediate(() => this.#fanOut(writes));
   }
 
-  #write(session: Session, frame: Buffer): void {
+  /** Answers whether the frame was written; a drop is counted by its reason. */
+  #write(session: Session, frame: Buffer): boolean {
     const { socket } = session;
     if (session.closed || socket.readyState !== socket.OPEN) {
       this.#metrics.drops.inc({ reason: 'closing' });
-      return;
+      return false;
     }
     if (socket.bufferedAmount > this.#options.maxBufferedBytes) {
       this.#metrics.drops.inc({ reason: 'slow_client' });
       this.shed(session);
-      return;
+      return false;
     }
     socket.send(frame, TEXT);
-    this.#metrics.notificationsOut.inc();
+    return true;
   }
 
   /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */
