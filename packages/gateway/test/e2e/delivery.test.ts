@@ -74,10 +74,13 @@ describe('per-person notifications', () => {
     const eventId = (await leaves.register(onEvent('order-updates', { recipientId: '2' }))).validOnEvents[0]?.eventId;
     leaves.send({ objType: 'UNREGISTER', onEvents: [{ eventId }] });
     await leaves.next('UNREGISTER');
+    await leaves.register(onEvent('announcements'));
     await closes.close();
     await emit(node, api, 'order-updates', { recipientId: '2', n: 1 });
     await emit(node, api, 'announcements', { n: 2 });
-    await stays.next('NOTIFICATION');
+    assert.deepEqual((await stays.next('NOTIFICATION')).response.eventData, { recipientId: '2', n: 1 });
+    // Frames on one socket keep their order: had the order update still reached `leaves`, it would come first.
+    assert.deepEqual((await leaves.next('NOTIFICATION')).response.eventData, { n: 2 });
     assert.equal(leaves.frames.length, 0);
     assert.equal(node.gateway.hub.sessions.size, 2);
   });
