@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { HeraldClient, type Notification } from '@herald/client';
+import { apiToken, emit, personToken, type HttpTarget } from '../support/gateway.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 import { nodeMetric, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
 
@@ -15,25 +16,12 @@ const PEOPLE = [
 
 let redis: RedisServer;
 let fleet: Fleet;
-let apiToken: string;
+let api: string;
 
-async function token(http: string, body: object): Promise<string> {
-  const response = await fetch(`${http}/api/system-api/bench/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return ((await response.json()) as { data: { token: string } }).data.token;
-}
-
-async function emit(at: { http: string }, name: string, eventData: object): Promise<{ status: number; nodes?: number }> {
-  const response = await fetch(`${at.http}/api/system-api/bench/emit-event-ws`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-am-authorization': apiToken },
-    body: JSON.stringify({ name, eventData }),
-  });
-  const body = (await response.json()) as { data?: { nodes: number } };
-  return { status: response.status, nodes: body.data?.nodes };
+/** An emit as the application's back end makes it, through a node or the load balancer. */
+async function emitTo(at: HttpTarget, name: string, eventData: object): Promise<{ status: number; nodes?: number }> {
+  const { status, body } = await emit(at, api, name, eventData);
+  return { status, nodes: body.data?.nodes };
 }
 
 /** A person's client: connected (to a node, or through the load balancer), registered for their orders. */
@@ -54,8 +42,7 @@ class Person {
 
   static async connect(url: string, index: number): Promise<Person> {
     const [u, p] = PEOPLE[index] as readonly [string, string];
-    const personToken = await token(fleet.http, { authTokenType: 'AM_DB', authTokenAMDB: { generator: 'customers', u, p } });
-    const client = await HeraldClient.connect({ url, apiToken, personToken, minDelayMs: 100, maxDelayMs: 600 });
+    const client = await HeraldClient.connect({ url, apiToken: api, personToken: await personToken(fleet, u, p), minDelayMs: 100, maxDelayMs: 600 });
     const person = new Person(String(index + 1), client);
     const reply = await client.register([{ apiName: 'order-updates', condition: { conditionType: 'RESPONSE', criteria: { recipientId: person.recipientId } } }]);
     assert.equal(reply.validOnEvents.length, 1);
@@ -97,7 +84,7 @@ async function busiest(): Promise<FleetNode> {
 
 /** Emit to each person through `at` and check each got exactly their own notification. */
 async function everyoneReached(people: Person[], at: { http: string }, tag: string): Promise<void> {
-  for (const person of people) assert.equal((await emit(at, 'order-updates', { recipientId: person.recipientId, tag })).status, 200);
+  for (const person of people) assert.equal((await emitTo(at, 'order-updates', { recipientId: person.recipientId, tag })).status, 200);
   for (const person of people) {
     const { eventData } = await person.next();
     assert.deepEqual(eventData, { recipientId: person.recipientId, tag });
@@ -107,7 +94,7 @@ async function everyoneReached(people: Person[], at: { http: string }, tag: stri
 before(async () => {
   redis = await startRedis();
   fleet = await startFleet(3, redis.url);
-  apiToken = await token(fleet.http, { authTokenType: 'AM', authTokenAM: { u: 'bench', p: 'bench' } });
+  api = await apiToken(fleet);
 });
 after(async () => {
   await Promise.all(opened.map((client) => client.close()));
@@ -119,19 +106,19 @@ const node = (i: number): FleetNode => fleet.nodes[i] as FleetNode;
 
 test('a client on node A gets an emit made on node B', async () => {
   const nick = await Person.connect(node(0).ws, 1);
-  assert.deepEqual(await emit(node(1), 'order-updates', { recipientId: '2', orderId: 1001 }), { status: 200, nodes: 1 });
+  assert.deepEqual(await emitTo(node(1), 'order-updates', { recipientId: '2', orderId: 1001 }), { status: 200, nodes: 1 });
   assert.deepEqual((await nick.next()).eventData, { recipientId: '2', orderId: 1001 });
   await nick.client.close();
 });
 
 test('a broadcast reaches clients on every node with one publish per node', async () => {
   const clients = await Promise.all(
-    fleet.nodes.flatMap((node) => [0, 1].map(() => HeraldClient.connect({ url: node.ws, apiToken }))),
+    fleet.nodes.flatMap((node) => [0, 1].map(() => HeraldClient.connect({ url: node.ws, apiToken: api }))),
   );
   await Promise.all(clients.map((client) => client.register([{ apiName: 'announcements' }])));
   const received = clients.map((client) => new Promise<Notification>((resolve) => client.onNotification(resolve)));
   const before = await Promise.all([nodeMetric(node(0), 'herald_broker_publishes_total'), ...fleet.nodes.map((node) => nodeMetric(node, 'herald_deliveries_in_total'))]);
-  assert.deepEqual(await emit(node(0), 'announcements', { title: 'maintenance' }), { status: 200, nodes: 3 });
+  assert.deepEqual(await emitTo(node(0), 'announcements', { title: 'maintenance' }), { status: 200, nodes: 3 });
   for (const notification of await Promise.all(received)) assert.deepEqual(notification.eventData, { title: 'maintenance' });
   assert.equal(await nodeMetric(node(0), 'herald_broker_publishes_total'), (before[0] as number) + 3);
   for (const [i, node] of fleet.nodes.entries()) {
@@ -150,7 +137,7 @@ test('Redis FLUSHALL, then a Redis restart: every node writes its routes back an
 
   seen = await resyncs();
   await redis.stop('SIGKILL');
-  const refused = await emit(node(0), 'order-updates', { recipientId: '1' });
+  const refused = await emitTo(node(0), 'order-updates', { recipientId: '1' });
   assert.equal(refused.status, 503);
   await until(async () => (await fetch(`${node(0).http}/readyz`)).status === 503, 'node A to report not ready');
   await redis.restart();
@@ -190,7 +177,7 @@ test('kill -9 of a node: its routes are swept, its clients come back registered,
   assert.equal(await redis.cli('zscore', 'gw:{nodes}', victim.id), '');
   // Swept: an emit for any of its former clients goes to the one node that holds them now, not to its channel.
   for (const person of people) {
-    assert.equal((await emit(fleet, 'order-updates', { recipientId: person.recipientId, tag: 'routed' })).nodes, 1);
+    assert.equal((await emitTo(fleet, 'order-updates', { recipientId: person.recipientId, tag: 'routed' })).nodes, 1);
   }
   for (const person of people) assert.deepEqual((await person.next()).eventData, { recipientId: person.recipientId, tag: 'routed' });
   await everyoneReached(people, fleet, 'after kill');

@@ -58,21 +58,24 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   return { status: response.status, body: await response.json() };
 }
 
-export async function apiToken(node: TestNode, u = 'bench', p = 'bench'): Promise<string> {
+/** Where HTTP calls go: a node, or the load balancer in front of a fleet. */
+export type HttpTarget = Pick<TestNode, 'http'>;
+
+export async function apiToken(node: HttpTarget, u = 'bench', p = 'bench'): Promise<string> {
   const reply = await post(`${node.http}/api/system-api/bench/token`, { authTokenType: 'AM', authTokenAM: { u, p } });
   if (reply.status !== 200) throw new Error(`API token refused: ${JSON.stringify(reply.body)}`);
   return reply.body.data.token;
 }
 
 /** The person token of a customer of the default data set, e.g. personToken(node, 'NICK', 'WAHLBERG'). */
-export async function personToken(node: TestNode, u: string, p: string): Promise<string> {
+export async function personToken(node: HttpTarget, u: string, p: string): Promise<string> {
   const body = { authTokenType: 'AM_DB', authTokenAMDB: { generator: 'customers', u, p } };
   const reply = await post(`${node.http}/api/system-api/bench/token`, body);
   if (reply.status !== 200) throw new Error(`person token refused: ${JSON.stringify(reply.body)}`);
   return reply.body.data.token;
 }
 
-export async function emit(node: TestNode, token: string, name: string, eventData: unknown): Promise<HttpReply> {
+export async function emit(node: HttpTarget, token: string, name: string, eventData: unknown): Promise<HttpReply> {
   return post(`${node.http}/api/system-api/bench/emit-event-ws`, { name, eventData }, { 'x-am-authorization': token });
 }
 
