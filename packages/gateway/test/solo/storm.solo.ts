@@ -11,16 +11,11 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import { freePort } from '../support/redis.ts';
-import { until } from '../support/fleet.ts';
+import { nodeMetric, until } from '../support/fleet.ts';
+import { apiToken } from '../support/gateway.ts';
 
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const CLIENTS = 3000;
-
-async function metricOf(http: string, name: string): Promise<number> {
-  const text = await (await fetch(`${http}/metrics`)).text();
-  const line = text.split('\n').find((entry) => entry.startsWith(`${name} `));
-  return Number(line?.slice(name.length + 1) ?? 0);
-}
 
 /** Connect and register `CLIENTS` clients in batches of `batch`; answers the node's peak RSS growth (bytes). */
 async function peakGrowth(batch: number): Promise<{ growth: number; peakHandshakes: number }> {
@@ -29,13 +24,8 @@ async function peakGrowth(batch: number): Promise<{ growth: number; peakHandshak
   const http = `http://127.0.0.1:${port}`;
   try {
     await until(async () => (await fetch(`${http}/readyz`)).status === 200, 'the node to start');
-    const response = await fetch(`${http}/api/system-api/bench/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ authTokenType: 'AM', authTokenAM: { u: 'bench', p: 'bench' } }),
-    });
-    const token = ((await response.json()) as { data: { token: string } }).data.token;
-    const atRest = await metricOf(http, 'herald_process_max_resident_memory_bytes');
+    const token = await apiToken({ http });
+    const atRest = await nodeMetric({ http }, 'herald_process_max_resident_memory_bytes');
     const register = JSON.stringify({ objType: 'REGISTER', onEvents: [{ eventType: 'CUSTOM_WS_EVENTS', apiName: 'announcements' }] });
     const sockets: WebSocket[] = [];
     for (let start = 0; start < CLIENTS; start += batch) {
@@ -49,8 +39,8 @@ async function peakGrowth(batch: number): Promise<{ growth: number; peakHandshak
         }),
       );
     }
-    const growth = (await metricOf(http, 'herald_process_max_resident_memory_bytes')) - atRest;
-    const peakHandshakes = await metricOf(http, 'herald_handshakes_in_flight_peak');
+    const growth = (await nodeMetric({ http }, 'herald_process_max_resident_memory_bytes')) - atRest;
+    const peakHandshakes = await nodeMetric({ http }, 'herald_handshakes_in_flight_peak');
     for (const socket of sockets) socket.terminate();
     return { growth, peakHandshakes };
   } finally {

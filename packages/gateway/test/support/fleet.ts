@@ -99,8 +99,8 @@ export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawC
   };
 }
 
-/** One sample of a metric, read from a node's /metrics over HTTP (0 when absent). */
-export async function nodeMetric(node: FleetNode, name: string): Promise<number> {
+/** One sample of a metric, read from a node process's /metrics over HTTP (0 when absent). */
+export async function nodeMetric(node: Pick<FleetNode, 'http'>, name: string): Promise<number> {
   const text = await (await fetch(`${node.http}/metrics`)).text();
   const line = text.split('\n').find((entry) => entry.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : 0;
