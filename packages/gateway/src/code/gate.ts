@@ -17,26 +17,46 @@ export interface GateOptions {
   metrics: Metrics;
 }
 
+type Runner = 'isolate' | 'sandbox';
+
+/** An event's code with its metric children, looked up once here rather than by label values per REGISTER. */
+interface Gated {
+  code: PreparedCode;
+  seconds: { observe(value: number): void };
+  count(result: string): void;
+}
+
 export class CanConnectGate {
   readonly #options: GateOptions;
+  readonly #gated = new Map<string, Gated>();
 
   constructor(options: GateOptions) {
     this.#options = options;
+    for (const [event, code] of options.prepared) this.#gated.set(event, this.#gate(event, code));
   }
 
   /** Resolves when the event has no code or its code allows; throws CAN_CONNECT_REFUSED otherwise. */
   async check(onEvent: OnEvent, apiUser: ApiUser, person: Person | undefined): Promise<void> {
-    const { prepared, runners, sys, metrics } = this.#options;
-    const code = prepared.get(onEvent.apiName);
-    if (!code || onEvent.eventType !== 'CUSTOM_WS_EVENTS') return;
-    const runner = code.lean ? 'isolate' : 'sandbox';
+    const gated = this.#gated.get(onEvent.apiName);
+    if (!gated || onEvent.eventType !== 'CUSTOM_WS_EVENTS') return;
     const started = performance.now();
-    const verdict = await runners.canConnect(code, canConnectRequest(apiUser, person, { ...onEvent }), sys);
-    metrics.canConnectSeconds.observe({ runner }, (performance.now() - started) / 1000);
-    const result = verdict.canConnect ? 'allowed' : (verdict.failure ?? 'refused');
-    metrics.canConnect.inc({ event: onEvent.apiName, runner, result });
+    const verdict = await this.#options.runners.canConnect(gated.code, canConnectRequest(apiUser, person, onEvent), this.#options.sys);
+    gated.seconds.observe((performance.now() - started) / 1000);
+    gated.count(verdict.canConnect ? 'allowed' : (verdict.failure ?? 'refused'));
     if (verdict.canConnect) return;
     const reason = verdict.failure ? `the event's code failed (${verdict.failure})` : "refused by the event's code";
     throw new GatewayError('CAN_CONNECT_REFUSED', verdict.errorText ? `${reason}: ${verdict.errorText}` : reason);
+  }
+
+  #gate(event: string, code: PreparedCode): Gated {
+    const { canConnect, canConnectSeconds } = this.#options.metrics;
+    const runner: Runner = code.lean ? 'isolate' : 'sandbox';
+    const results = new Map<string, { inc(): void }>();
+    const count = (result: string): void => {
+      let child = results.get(result);
+      if (!child) results.set(result, (child = canConnect.labels({ event, runner, result })));
+      child.inc();
+    };
+    return { code, seconds: canConnectSeconds.labels({ runner }), count };
   }
 }

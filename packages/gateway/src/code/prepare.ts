@@ -10,6 +10,7 @@ import { parse, type Program } from 'acorn';
 import { ConfigError } from '../errors.ts';
 import type { PreparedCode, RunnerChoice } from './code-runner.ts';
 import { boundNames, leanReasons } from './lean.ts';
+import { withoutNeedlessAsync } from './sync-main.ts';
 
 /** An event's `canConnect` in the config: exactly one of `code` and `file`. */
 export interface CanConnectConfig {
@@ -43,8 +44,9 @@ export function prepareCode(event: string, config: CanConnectConfig): PreparedCo
     throw new ConfigError(`${field}: runner 'isolate' cannot run module code (import or export): use 'sandbox' or 'auto'`);
   }
   const lean = runner === 'auto' ? reasons.length === 0 : runner === 'isolate';
-  const id = createHash('sha256').update(source).digest('hex');
-  return { event, id, source, exportsMain, lean, reasons };
+  const runnable = withoutNeedlessAsync(program, source);
+  const id = createHash('sha256').update(runnable).digest('hex');
+  return { event, id, source: runnable, exportsMain, lean, reasons };
 }
 
 function loadText(field: string, { code, file }: CanConnectConfig): string {

@@ -57,8 +57,8 @@ export class CodeRunners {
 }
 
 /** `g.req` from what the transport knows of a REGISTER entry: plain values only, copied into the runner. */
-export function canConnectRequest(user: ApiUser, person: Person | undefined, entry: Record<string, unknown>): CanConnectRequest {
+export function canConnectRequest(user: ApiUser, person: Person | undefined, entry: object): CanConnectRequest {
   const auth: CanConnectRequest['auth'] = { apiUser: { name: user.name, groups: [...user.groups] } };
   if (person) auth.person = { ...person.fields };
-  return { auth, eventData: entry };
+  return { auth, eventData: { ...entry } };
 }

@@ -11,22 +11,15 @@ export type Outcome =
   | { kind: 'bad'; text: string };
 
 /**
- * Call main(g) and check its answer. SELF-CONTAINED: the isolate runner evaluates this function's own
- * source (`outcomeOf.toString()`) inside each isolate, so it may use nothing from this module.
+ * Call main(g) and check its answer: at once when main answers with a value (or throws), as a promise when it
+ * answers with one (an async main). SELF-CONTAINED: the isolate runner evaluates this function's own source
+ * (`outcomeOf.toString()`) inside each isolate, so it may use nothing from this module.
  */
-export async function outcomeOf(main: unknown, g: unknown): Promise<Outcome> {
+export function outcomeOf(main: unknown, g: unknown): Outcome | Promise<Outcome> {
   const MAX_TEXT = 1000;
   const clip = (text: string): string => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text);
   const kindOf = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value);
-  if (typeof main !== 'function') return { kind: 'bad', text: 'main is not a function' };
-  let canConnect: unknown;
-  let errorText: unknown;
-  let kind: string;
-  try {
-    const value: unknown = await main(g);
-    kind = kindOf(value);
-    if (kind === 'object') ({ canConnect, errorText } = value as { canConnect: unknown; errorText: unknown });
-  } catch (error) {
+  const threw = (error: unknown): Outcome => {
     // A thrown value may be anything, even one whose message getter or toString throws in turn.
     let text: string;
     try {
@@ -36,11 +29,29 @@ export async function outcomeOf(main: unknown, g: unknown): Promise<Outcome> {
       text = `a value that cannot be shown (${typeof error})`;
     }
     return { kind: 'threw', text: clip(text) };
+  };
+  const checked = (value: unknown): Outcome => {
+    const kind = kindOf(value);
+    if (kind !== 'object') return { kind: 'bad', text: `it returned ${kind}` };
+    let canConnect: unknown;
+    let errorText: unknown;
+    try {
+      ({ canConnect, errorText } = value as { canConnect: unknown; errorText: unknown });
+    } catch (error) {
+      return threw(error);
+    }
+    if (typeof canConnect !== 'boolean') return { kind: 'bad', text: `canConnect is ${kindOf(canConnect)}` };
+    if (errorText !== undefined && typeof errorText !== 'string') return { kind: 'bad', text: `errorText is ${kindOf(errorText)}` };
+    return canConnect || errorText === undefined ? { kind: 'ok', canConnect } : { kind: 'ok', canConnect, errorText: clip(errorText) };
+  };
+  if (typeof main !== 'function') return { kind: 'bad', text: 'main is not a function' };
+  try {
+    const value: unknown = main(g);
+    const then = typeof value === 'object' && value !== null ? (value as { then?: unknown }).then : undefined;
+    return typeof then === 'function' ? Promise.resolve(value).then(checked, threw) : checked(value);
+  } catch (error) {
+    return threw(error);
   }
-  if (kind !== 'object') return { kind: 'bad', text: `it returned ${kind}` };
-  if (typeof canConnect !== 'boolean') return { kind: 'bad', text: `canConnect is ${kindOf(canConnect)}` };
-  if (errorText !== undefined && typeof errorText !== 'string') return { kind: 'bad', text: `errorText is ${kindOf(errorText)}` };
-  return canConnect || errorText === undefined ? { kind: 'ok', canConnect } : { kind: 'ok', canConnect, errorText: clip(errorText) };
 }
 
 export function verdictOf(outcome: Outcome): CanConnectVerdict {

@@ -121,3 +121,26 @@ describe('lean or sandbox', () => {
     assert.throws(() => code("import os from 'node:os'; function main() {}", 'isolate'), configError(/runner 'isolate' cannot run module code/));
   });
 });
+
+describe('an async main that never awaits runs as a plain function', () => {
+  const runnable = (source: string): string => code(source).source;
+
+  it('blanks the keyword, keeping every position and line', () => {
+    const source = 'async function main(g) {\n  return { canConnect: true };\n}';
+    assert.equal(runnable(source), '      function main(g) {\n  return { canConnect: true };\n}');
+    assert.equal(runnable('const main = async (g) => ({ canConnect: true });'), 'const main =       (g) => ({ canConnect: true });');
+  });
+
+  it('keeps async where main awaits, or where main is named again (a caller may expect the promise)', () => {
+    for (const source of [
+      'async function main(g) { const rows = await g.sys.db.getAll({}); return { canConnect: rows.length > 0 } }',
+      'async function main(g) { for await (const x of []) {} return { canConnect: true } }',
+      'async function main(g) { return g.again ? main({}) : { canConnect: true } }',
+      'async function helper() {} function main(g) { return { canConnect: true } }',
+    ]) {
+      assert.equal(runnable(source), source);
+    }
+    // An await inside a nested function is that function's own.
+    assert.match(runnable('async function main(g) { const f = async () => await 1; return { canConnect: true } }'), /^ {6}function main/);
+  });
+});

@@ -94,6 +94,30 @@ export function runnerContract(name: string, make: (limits: RunnerLimits) => Cod
       await stillWorks();
     });
 
+    it('calls made together each get their own verdict: a loop or a database read among them changes no other', async () => {
+      const byPerson = `async function main(g) {
+        const { customer_id, country } = g.req.auth.person;
+        if (country === 'Loop') while (true) {}
+        if (country === 'Ask') {
+          const rows = await g.sys.db.getAll({ instance: 'mongodb', database: 'am_bench', collection: 'customers', queryParams: { find: { customer_id } } });
+          return { canConnect: rows.length === 1, errorText: rows.length === 1 ? undefined : 'unknown' };
+        }
+        return country === 'India' ? { canConnect: true } : { canConnect: false, errorText: 'only India' };
+      }`;
+      const people = [
+        { customer_id: 1, country: 'India' },
+        { customer_id: 2, country: 'Ask' },
+        outsider,
+        { customer_id: 3, country: 'Loop' },
+        { customer_id: 42, country: 'Ask' },
+        { customer_id: 4, country: 'India' },
+      ];
+      const together = async (who: typeof people): Promise<unknown[]> =>
+        (await Promise.all(who.map((person) => run(byPerson, person)))).map((verdict) => verdict.failure ?? verdict.errorText ?? verdict.canConnect);
+      assert.deepEqual(await together(people.filter(({ country }) => country !== 'Loop')), [true, true, 'only India', 'unknown', true]);
+      assert.deepEqual(await together(people), [true, true, 'only India', 'timeout', 'unknown', true]);
+    });
+
     it('runs calls beyond the pool size from its queue', async () => {
       const verdicts = await Promise.all(Array.from({ length: 20 }, (_, i) => run(SOURCES.indiaOnly, i % 2 ? outsider : undefined)));
       assert.equal(verdicts.filter((verdict) => verdict.canConnect).length, 10);
