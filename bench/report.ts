@@ -40,6 +40,23 @@ function table(r: Results): string {
   return ['| figure | gateway | Socket.IO | bare ws | target (issue 4) | met |', '|---|---:|---:|---:|---|---|', ...rows].join('\n');
 }
 
+/** Issue 5: the subscribe rate with can-connect code, side by side with no code. Targets only on the ratios. */
+const CODE_FIGURES: Array<[string, string, number | undefined]> = [
+  ['subscribe_no_code_per_s', 'no code (`announcements`)', undefined],
+  ['subscribe_isolate_token_per_s', 'isolate, reads the person (`checked-token`)', 0.85],
+  ['subscribe_isolate_database_per_s', 'isolate, reads the database (`checked-database`)', undefined],
+  ['subscribe_sandbox_per_s', 'sandbox worker, reads the clock (`checked-sandbox`)', 0.6],
+];
+
+function codeTable(r: Results): string {
+  const rows = CODE_FIGURES.map(([name, label, target]) => {
+    const ratio = r.figures[name.replace(/_per_s$/, '_vs_no_code')];
+    const met = target === undefined ? '' : ratio === undefined ? 'not yet measured' : ratio >= target ? 'yes' : 'no';
+    return `| \`${name}\` — ${label} | ${fmt(r.figures[name])} | ${ratio === undefined ? '' : `${Math.round(ratio * 100)}%`} | ${target === undefined ? '' : `≥ ${target * 100}%`} | ${met} |`;
+  });
+  return ['| can-connect code | clients/s | of no code | target (issue 5) | met |', '|---|---:|---:|---|---|', ...rows].join('\n');
+}
+
 function memoryTable(r: Results): string {
   const head = `| clients | ${Object.keys(r.memory).map((n) => `${n} RSS MB | ${n} heap MB | ${n} Redis MB`).join(' | ')} |`;
   const sep = `|---:|${Object.keys(r.memory).map(() => '---:|---:|---:').join('|')}|`;
@@ -110,8 +127,15 @@ ${table(r)}
 Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(-1)?.toLocaleString('en-US')}), or from the first level with
 clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
 6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
-\`process.memoryUsage().heapUsed\` on /stats); no GC is forced, so it is noisy.
+\`process.memoryUsage().heapUsed\` on /stats), 2 s after a forced GC (SIGUSR2 to the server, see bench/gc-preload.ts).
 ${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
+## Subscribing with can-connect code
+
+Connect with both tokens, REGISTER, leave, 100 at a time; each event in turn, the order alternating between rounds,
+median of the rounds (${r.quick ? 1 : 3}), 2 s of warm-up each; the ratios are \`subscribe_*_vs_no_code\` in results.json.
+
+${codeTable(r)}
+
 ## Memory as clients grow
 
 ![memory](memory.svg)

@@ -149,11 +149,48 @@ async function loadScenarios(t: Target): Promise<void> {
   }
 }
 
+/**
+ * Issue 5: the subscribe rate (both tokens + REGISTER + leave, 100 at a time) of an event without code and of the
+ * three events with can-connect code, one after another, in alternating order over the rounds (the machine's
+ * noise is several percent from one run to the next); each figure is the median of its rounds.
+ */
+const CODE_EVENTS: Array<[string, string]> = [
+  ['announcements', 'subscribe_no_code_per_s'],
+  ['checked-token', 'subscribe_isolate_token_per_s'],
+  ['checked-database', 'subscribe_isolate_database_per_s'],
+  ['checked-sandbox', 'subscribe_sandbox_per_s'],
+];
+
+async function codeScenario(t: Target): Promise<void> {
+  const ws = `ws://127.0.0.1:${t.port}`;
+  const seconds = QUICK ? 5 : 10;
+  const rates = new Map<string, number[]>(CODE_EVENTS.map(([, figure]) => [figure, []]));
+  for (let round = 0; round < (QUICK ? 1 : 3); round++) {
+    const order = round % 2 ? [...CODE_EVENTS].reverse() : CODE_EVENTS;
+    for (const [event, figure] of order) {
+      sampler.phase = `${t.name} can-connect ${event}`;
+      const out = await runLoad(t, ['churn', ws, '-c', '100', '-w', '2', '-d', String(seconds), '--register', event, '--tokens', 'both'], seconds + 60);
+      results.runs[`${t.name} can-connect ${event} ${round + 1}`] = out;
+      rates.get(figure)!.push(out.rates?.clientsPerSecond);
+    }
+  }
+  const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  for (const [figure, values] of rates) record(figure, median(values));
+  const f = results.figures;
+  for (const [, figure] of CODE_EVENTS.slice(1)) {
+    const base = f.subscribe_no_code_per_s;
+    if (base && f[figure] !== undefined) record(figure.replace(/_per_s$/, '_vs_no_code'), f[figure]! / base);
+  }
+}
+
 async function benchTarget(t: Target): Promise<void> {
   try {
     await startTarget(t);
     try { await memoryScenario(t); } catch (error) { results.errors.push(`${t.name} memory: ${(error as Error).message}`); }
     await loadScenarios(t);
+    if (t.name === 'gateway') {
+      try { await codeScenario(t); } catch (error) { results.errors.push(`${t.name} can-connect: ${(error as Error).message}`); }
+    }
   } catch (error) {
     results.errors.push(`${t.name}: ${(error as Error).message}`);
   } finally {
