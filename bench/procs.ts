@@ -35,12 +35,20 @@ export async function stopAll(): Promise<void> {
   await Promise.all(started.splice(0).reverse().map((proc) => stop(proc, 'SIGTERM', 5000)));
 }
 
-/** Poll `check` every 200 ms until it is true, or fail after `timeoutMs`. */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(200)) {
-    try { if (await check()) return; } catch { /* not up yet */ }
+/** Poll `check` every `everyMs` until it is true, or fail after `timeoutMs`; answers when it was first seen true (epoch ms). */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 200): Promise<number> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(everyMs)) {
+    try { if (await check()) return Date.now(); } catch { /* not up yet */ }
   }
   throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+}
+
+/** A redis-server that keeps nothing on disk, once it accepts connections. */
+export async function startRedis(name: string, port: number, logFile: string): Promise<Proc> {
+  const proc = start(name, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, logFile);
+  // Connect only once it listens: an ioredis client that met ECONNREFUSED first would retry in the background.
+  await waitFor(`${name} on ${port}`, () => proc.stdout.includes('Ready to accept'), 10_000);
+  return proc;
 }
 
 export function rssKb(pid: number): number {

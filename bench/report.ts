@@ -1,4 +1,4 @@
-/** docs/benchmarks/README.md and memory.svg from a run's results. No dependency: the chart is drawn by hand. */
+/** docs/benchmarks/README.md, memory.svg and reconnect.svg from a run's results. No dependency: the charts are drawn by hand. */
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
@@ -11,6 +11,8 @@ export interface Results {
   memory: Record<string, Level[]>;
   runs: Record<string, unknown>;
   errors: string[]; commands: string[]; samples: Sample[];
+  /** Per failover scenario (bench/failover.ts): its clients, and [s since the first drop, clients connected and registered]. */
+  reconnect?: Record<string, { clients: number; series: Array<[number, number]> }>;
 }
 
 /** The figures of the issue: unit, direction and target. A `_vs_socketio` figure is the gateway's over Socket.IO's. */
@@ -26,6 +28,11 @@ const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
   ['paced_p99_ms', 'at 1,000/s, delivery p99, ms', '≤', 2],
   ['broadcast_1k_per_s', 'broadcast to 1,000, unpaced, notifications/s', '≥', 180000],
   ['broadcast_1k_vs_socketio', '… × Socket.IO', '≥', 2],
+  ['restart_all_back_s', 'restart of the node: every client back and registered, s after the first drop', '≤', 7],
+  ['restart_lost', '… then 1,000/s, each for one client: notifications lost', '≤', 0],
+  ['kill_all_back_s', 'kill -9 of one of 3 nodes: its clients back, s after the first drop', '≤', 7],
+  ['kill_swept_s', '… its entries gone from Redis, s after the kill', '≤', 15],
+  ['kill_next_emit_reached_pct', '… then each client named once: % reached', '≥', 100],
 ];
 
 const fmt = (v: number | undefined): string => (v === undefined ? '–' : Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2));
@@ -55,6 +62,44 @@ function codeTable(r: Results): string {
     return `| \`${name}\` — ${label} | ${fmt(r.figures[name])} | ${ratio === undefined ? '' : `${Math.round(ratio * 100)}%`} | ${target === undefined ? '' : `≥ ${target * 100}%`} | ${met} |`;
   });
   return ['| can-connect code | clients/s | of no code | target (issue 5) | met |', '|---|---:|---:|---|---|', ...rows].join('\n');
+}
+
+/** Scenarios 5 and 6 side by side: what the figures table has, and what has no target. */
+const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined]> = [
+  ['clients dropped', 'restart_dropped', 'kill_dropped'],
+  ['every one back and registered, s after the first drop', 'restart_all_back_s', 'kill_all_back_s'],
+  ['away, p50 ms (its own wait of 1 to 5 s counted)', 'restart_away_p50_ms', 'kill_away_p50_ms'],
+  ['away, p99 ms', 'restart_away_p99_ms', 'kill_away_p99_ms'],
+  ['then: notifications lost / % of clients reached', 'restart_lost', 'kill_next_emit_reached_pct'],
+  ["the dead node's entries gone from Redis, s after the kill", undefined, 'kill_swept_s'],
+  ['every client leaves at once: the node closed every socket after, s', 'leave_sockets_closed_s', undefined],
+  ['… and Redis held nothing of them after, s', 'leave_redis_clean_s', undefined],
+];
+
+function failoverSection(r: Results): string {
+  const cell = (name: string | undefined): string => (name === undefined ? '' : fmt(r.figures[name]));
+  const rows = FAILOVER_ROWS.map(([label, restart, kill]) => `| ${label} | ${cell(restart)} | ${cell(kill)} |`);
+  const clients = (name: string): string => r.reconnect?.[name]?.clients.toLocaleString('en-US') ?? '–';
+  return `## A restart, and a kill -9
+
+![clients back over time](reconnect.svg)
+
+wsload's clients come back as an application using the client SDK does: a random wait of 1 to 5 s after the drop
+(and after each refused attempt: HTTP 503 while the node drains or admission is full, ECONNREFUSED while it is down),
+the same URL and tokens, the same REGISTER. Once every dropped client is back, the emitter names each client in turn,
+1,000 a second, and the clients count what arrives (\`wsload notify --await-return\`, bench/failover.ts).
+
+- **restart** (${clients('restart')} clients on one node): SIGTERM (the node takes its routes out of Redis, then closes its
+  sockets with 1001, 256 every 100 ms), then the same node again on the same port; ${r.quick ? 5 : 20} s of emits; then every
+  client leaves at once (a TCP reset each), timed from that moment to \`herald_connections\` 0 and to Redis back to its key count with no client.
+- **kill -9** (${clients('kill')} clients on three nodes behind HAProxy): the node holding the most is killed; swept is timed
+  from the kill to its \`gw:node:{id}:routes\` and its \`gw:{nodes}\` entry gone; each client is then named once. The emits
+  start as soon as every client is back, which may be before the sweep (routes then still name the dead node too).
+
+| | restart | kill -9 |
+|---|---:|---:|
+${rows.join('\n')}
+`;
 }
 
 function memoryTable(r: Results): string {
@@ -109,6 +154,8 @@ export function writeReport(r: Results, dir: string): void {
     { name: `redis (${name})`, points: levels.map((l) => [l.clients, l.redisUsedMemory / 1048576] as [number, number]) },
   ]);
   writeFileSync(`${dir}/memory.svg`, lineChart('Memory as clients grow (each with its own subscription)', 'clients', 'MB', series));
+  const back = Object.entries(r.reconnect ?? {}).map(([name, run]) => ({ name: name === 'kill' ? 'kill -9, 1 of 3' : name, points: run.series }));
+  if (back.length > 0) writeFileSync(`${dir}/reconnect.svg`, lineChart('Clients back over time', 's since the first drop', 'clients connected and registered', back));
   const missing = FIGURES.map(([n]) => n).filter((n) => r.figures[n] === undefined);
   const md = `# Benchmarks
 
@@ -136,6 +183,7 @@ median of the rounds (${r.quick ? 1 : 3}), 2 s of warm-up each; the ratios are \
 
 ${codeTable(r)}
 
+${back.length > 0 ? failoverSection(r) : ''}
 ## Memory as clients grow
 
 ![memory](memory.svg)

@@ -6,11 +6,14 @@
  *
  *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s    (make bench)
+ *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
+ *                                 broadcast-1k, notify-paced, can-connect, restart, kill (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
 import { sleep, start, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
 import { writeReport, type Level, type Results } from './report.ts';
 
@@ -23,6 +26,12 @@ const RUN_DIR = `${ROOT}bench/.run`;
 const OUT_DIR = `${ROOT}docs/benchmarks`;
 const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
 const PEER_LOAD = `${ROOT}bench/peer-load.ts`;
+const ONLY = process.argv.includes('--only') ? new Set(process.argv[process.argv.indexOf('--only') + 1]?.split(',')) : undefined;
+const wanted = (scenario: string): boolean => ONLY === undefined || ONLY.has(scenario);
+/** Scenarios with processes of their own, run after the targets. */
+const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario]];
+/** The three targets start only when a scenario of theirs is wanted. */
+const TARGETS_WANTED = ONLY === undefined || [...ONLY].some((name) => !FAILOVER.some(([failover]) => failover === name));
 
 type TargetName = 'gateway' | 'socketio' | 'bare';
 interface Target { name: TargetName; port: number; redisPort: number; server?: Proc }
@@ -139,7 +148,7 @@ async function loadScenarios(t: Target): Promise<void> {
   ];
   if (gw) steps.push(['notify-paced', ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '-R', '1000'],
     (r) => { record('paced_p50_ms', r.latency?.delivery?.p50); record('paced_p99_ms', r.latency?.delivery?.p99); }]);
-  for (const [name, args, take] of steps) {
+  for (const [name, args, take] of steps.filter(([name]) => wanted(name))) {
     sampler.phase = `${t.name} ${name}`;
     try {
       const out = await runLoad(t, args, CHURN_S + NOTIFY_S + 120);
@@ -186,9 +195,9 @@ async function codeScenario(t: Target): Promise<void> {
 async function benchTarget(t: Target): Promise<void> {
   try {
     await startTarget(t);
-    try { await memoryScenario(t); } catch (error) { results.errors.push(`${t.name} memory: ${(error as Error).message}`); }
+    if (wanted('memory')) try { await memoryScenario(t); } catch (error) { results.errors.push(`${t.name} memory: ${(error as Error).message}`); }
     await loadScenarios(t);
-    if (t.name === 'gateway') {
+    if (t.name === 'gateway' && wanted('can-connect')) {
       try { await codeScenario(t); } catch (error) { results.errors.push(`${t.name} can-connect: ${(error as Error).message}`); }
     }
   } catch (error) {
@@ -220,11 +229,15 @@ const stopOnSignal = (): void => void stopAll().finally(() => process.exit(130))
 process.once('SIGINT', stopOnSignal);
 process.once('SIGTERM', stopOnSignal);
 try {
-  for (const t of targets) {
+  for (const t of TARGETS_WANTED ? targets : []) {
     console.error(`bench: ${t.name}`);
     await benchTarget(t);
   }
   ratios();
+  for (const [name, scenario] of FAILOVER.filter(([name]) => wanted(name))) {
+    console.error(`bench: gateway ${name}`);
+    await scenario({ quick: QUICK, runDir: RUN_DIR, sampler, results, record });
+  }
 } finally {
   sampler.close();
   await stopAll();

@@ -1,5 +1,6 @@
 /** The command line of wsload, turned into checked options for each command. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
 
@@ -8,7 +9,11 @@ export const USAGE = `usage:
   wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
-                [--broadcast] [--register EVENT] [--ws URL]
+                [--broadcast] [--register EVENT] [--ws URL] [--await-return S]
+
+  dropped clients come back (fill, listen, notify): [--reconnect] each after a random wait of
+          [--reconnect-min 1] to [--reconnect-max 5] seconds, as the client SDK does; notify --await-return S
+          (implies --reconnect) waits up to S seconds for listeners to be dropped and all back before emitting
 
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
@@ -41,6 +46,7 @@ export interface HoldOptions extends CommonOptions {
   perWorker: number;
   /** Clients per source address; 0 when they all fit on the kernel's choice. */
   perAddress: number;
+  reconnect: ReconnectPolicy | undefined;
 }
 
 export interface ChurnOptions extends CommonOptions {
@@ -67,6 +73,9 @@ export interface NotifyOptions extends CommonOptions {
   perWorker: number;
   /** Clients per source address; 0 when they all fit on the kernel's choice. */
   perAddress: number;
+  reconnect: ReconnectPolicy | undefined;
+  /** Before emitting, wait up to this long for listeners to be dropped and every one of them back; 0: do not. */
+  awaitReturnS: number;
 }
 
 export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
@@ -89,10 +98,25 @@ const COMMON = {
   'per-address': { type: 'string', default: '5000' },
 } satisfies ParseArgsConfig['options'];
 
+/** For the commands that hold clients (fill, listen, notify). */
+const RECONNECT = {
+  reconnect: { type: 'boolean', default: false },
+  'reconnect-min': { type: 'string', default: '1' },
+  'reconnect-max': { type: 'string', default: '5' },
+} satisfies ParseArgsConfig['options'];
+
 const EXTRA = {
-  fill: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, rate: { type: 'string', short: 'r', default: '1000' }, hold: { type: 'string', default: '10' } },
+  fill: {
+    ...RECONNECT,
+    clients: { type: 'string', short: 'n' },
+    first: { type: 'string', default: '0' },
+    rate: { type: 'string', short: 'r', default: '1000' },
+    hold: { type: 'string', default: '10' },
+  },
   churn: { connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, warmup: { type: 'string', short: 'w', default: '0' } },
   notify: {
+    ...RECONNECT,
+    'await-return': { type: 'string', default: '0' },
     clients: { type: 'string', short: 'n', default: '1000' },
     'connect-rate': { type: 'string', default: '2000' },
     connections: { type: 'string', short: 'c', default: '100' },
@@ -147,6 +171,15 @@ function common(values: Values, httpBase: string, event: string | undefined, def
   };
 }
 
+/** The wait before each reconnect attempt, when clients reconnect (`on`) at all. */
+function reconnectPolicy(values: Values, on: boolean): ReconnectPolicy | undefined {
+  if (!on) return undefined;
+  const minDelayMs = number(values, 'reconnect-min', 0) * 1000;
+  const maxDelayMs = number(values, 'reconnect-max', 0) * 1000;
+  if (maxDelayMs < minDelayMs) throw new UsageError(`--reconnect-max (${values['reconnect-max']}) must be >= --reconnect-min (${values['reconnect-min']})`);
+  return { minDelayMs, maxDelayMs };
+}
+
 /** 127.0.0.2 to 127.0.0.254 are there to spread over. */
 const SOURCE_ADDRESSES = 253;
 
@@ -190,6 +223,7 @@ function hold(command: 'fill' | 'listen', args: string[]): HoldOptions {
     perWorker: number(values, 'per-worker', 1),
     // Source addresses go by the client's index, so a fill that adds to earlier ones spreads like one big fill.
     perAddress: perAddress(values, number(values, 'first', 0) + number(values, 'clients', 1)),
+    reconnect: reconnectPolicy(values, values.reconnect === true),
   };
 }
 
@@ -215,6 +249,7 @@ function notify(args: string[]): NotifyOptions {
   const options = common(values, url, event, defaultCriteria);
   if (!broadcast && options.criteria === 'none') throw new UsageError('listeners without criteria get every emit: use --broadcast');
   if (broadcast && options.criteria !== 'none') throw new UsageError('--broadcast reaches only listeners without criteria (--criteria none)');
+  const awaitReturnS = number(values, 'await-return', 0);
   return {
     ...options,
     command: 'notify',
@@ -229,6 +264,8 @@ function notify(args: string[]): NotifyOptions {
     graceS: number(values, 'grace', 0),
     perWorker: number(values, 'per-worker', 1),
     perAddress: perAddress(values, number(values, 'clients', 1)),
+    reconnect: reconnectPolicy(values, values.reconnect === true || awaitReturnS > 0),
+    awaitReturnS,
   };
 }
 

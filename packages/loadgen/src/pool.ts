@@ -4,9 +4,11 @@
  */
 import { Histogram } from './histogram.ts';
 import { clockMs, sentAtOf } from './frames.ts';
-import { LoadClient, type ClientObserver } from './load-client.ts';
+import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
+import { Reconnector, type ReconnectHost, type ReconnectPolicy } from './reconnect.ts';
 import { planClient, type Roster } from './roster.ts';
 import { PHASES, type Phase, type PoolSnapshot } from './snapshot.ts';
+import { Timeline } from './timeline.ts';
 
 export interface PoolSpec {
   roster: Roster;
@@ -18,6 +20,8 @@ export interface PoolSpec {
   /** Clients per source address (127.0.0.2, .3, ... by client index); 0: the kernel's choice, 127.0.0.1. */
   perAddress: number;
   timeoutMs: number;
+  /** Bring dropped clients back (--reconnect); undefined: a dropped client stays gone. */
+  reconnect: ReconnectPolicy | undefined;
 }
 
 /**
@@ -36,13 +40,23 @@ export interface ClientGroup {
   snapshot(withRecipients?: boolean): Promise<PoolSnapshot>;
   /** Forget the notifications so far (after a warm-up). */
   resetDelivery(): Promise<void>;
+  /** Drop every client at once (and stop bringing any back). Idempotent. */
   close(): Promise<void>;
+}
+
+/** Let every client of the group go at once; answers when (ISO), so that a bench can time what the node does after. */
+export async function leave(group: ClientGroup): Promise<string> {
+  const at = new Date().toISOString();
+  await group.close();
+  return at;
 }
 
 const PACE_MS = 5;
 
-export class Pool implements ClientGroup, ClientObserver {
+export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   readonly #spec: PoolSpec;
+  readonly #reconnector: Reconnector | undefined;
+  /** Client index − first → the client now standing for it (a returning client takes the dropped one's place). */
   readonly #clients: LoadClient[] = [];
   readonly #phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
   #delivery = new Histogram();
@@ -56,10 +70,21 @@ export class Pool implements ClientGroup, ClientObserver {
   #firstStartAt = 0;
   #lastReadyAt = 0;
   #lastReceivedAt = 0;
+  #back = 0;
+  #retryFailures: Record<string, number> = {};
+  readonly #away = new Histogram();
+  #firstDropAt = 0;
+  #lastBackAt = 0;
+  readonly #level = new Timeline();
   #settled: (() => void) | undefined;
 
   constructor(spec: PoolSpec) {
     this.#spec = spec;
+    this.#reconnector = spec.reconnect && new Reconnector(spec.reconnect, this, (index) => this.#clientOptions(index));
+  }
+
+  #clientOptions(index: number): ClientOptions {
+    return { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs };
   }
 
   async open(signal?: AbortSignal): Promise<void> {
@@ -80,8 +105,7 @@ export class Pool implements ClientGroup, ClientObserver {
 
   #startNext(): void {
     const index = this.#spec.first + this.#clients.length;
-    const options = { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs };
-    const client = new LoadClient(index, planClient(this.#spec.roster, index), this, options);
+    const client = new LoadClient(index, planClient(this.#spec.roster, index), this, this.#clientOptions(index));
     this.#clients.push(client);
     if (this.#firstStartAt === 0) this.#firstStartAt = clockMs();
     client.start();
@@ -102,6 +126,7 @@ export class Pool implements ClientGroup, ClientObserver {
     if (client.registerSentAt > 0) this.#phases.register.record(client.readyAt - client.registerSentAt);
     this.#phases.total.record(client.readyAt - client.startAt);
     this.#lastReadyAt = clockMs();
+    this.#level.record(this.#lastReadyAt, 1, 0);
     this.#settle();
   }
 
@@ -112,8 +137,24 @@ export class Pool implements ClientGroup, ClientObserver {
     this.#settle();
   }
 
-  closed(): void {
+  closed(client: LoadClient): void {
+    const now = clockMs();
     this.#dropped++;
+    if (this.#firstDropAt === 0) this.#firstDropAt = now;
+    this.#level.record(now, 0, 1);
+    this.#reconnector?.dropped(client, now);
+  }
+
+  back(client: LoadClient, awayMs: number): void {
+    this.#clients[client.index - this.#spec.first] = client;
+    this.#back++;
+    this.#away.record(awayMs);
+    this.#lastBackAt = clockMs();
+    this.#level.record(this.#lastBackAt, 1, 0);
+  }
+
+  retryFailed(reason: string): void {
+    this.#retryFailures[reason] = (this.#retryFailures[reason] ?? 0) + 1;
   }
 
   notification(_client: LoadClient, frame: Buffer): void {
@@ -142,6 +183,12 @@ export class Pool implements ClientGroup, ClientObserver {
       timed: this.#timed,
       delivery: this.#delivery.toData(),
       lastReceivedAt: this.#lastReceivedAt,
+      back: this.#back,
+      retryFailures: { ...this.#retryFailures },
+      away: this.#away.toData(),
+      firstDropAt: this.#firstDropAt,
+      lastBackAt: this.#lastBackAt,
+      level: this.#level.toData(),
     };
     if (withRecipients) snapshot.recipients = this.#recipients();
     return snapshot;
@@ -164,6 +211,7 @@ export class Pool implements ClientGroup, ClientObserver {
   }
 
   async close(): Promise<void> {
+    this.#reconnector?.close();
     for (const client of this.#clients) client.terminate();
   }
 }

@@ -8,6 +8,7 @@ import type { LatencySummary } from './histogram.ts';
 import { describeMachine, machine, type Machine } from './machine.ts';
 import type { CommonOptions } from './options.ts';
 import type { RateSummary } from './rates.ts';
+import type { ReconnectFigures } from './reconnect.ts';
 
 export interface RunReport {
   tool: 'wsload';
@@ -26,6 +27,10 @@ export interface RunReport {
   latency: Record<string, LatencySummary>;
   /** Per-second samples taken while running. */
   perSecond: Record<string, RateSummary>;
+  /** With --reconnect: drops, returns, when the last one was back, clients over time. */
+  reconnect?: ReconnectFigures;
+  /** When the held clients were let go, all at once (ISO, fill, listen, notify): what the node does after is timed from here. */
+  leftAt?: string;
   machine: Machine;
 }
 
@@ -60,6 +65,7 @@ const LABELS: Record<string, string> = {
   left: 'left (close)',
   cycle: 'whole cycle',
   delivery: 'delivery',
+  away: 'away (dropped → back)',
   http: 'HTTP emit',
   clients: 'clients',
   notifications: 'notifications',

@@ -3,6 +3,7 @@
  * processes report the same shape, and the parent adds them up.
  */
 import { Histogram, type HistogramData } from './histogram.ts';
+import { Timeline, type TimelineData } from './timeline.ts';
 
 export const PHASES = ['tcp', 'connected', 'register', 'total'] as const;
 export type Phase = (typeof PHASES)[number];
@@ -19,7 +20,7 @@ export interface PoolSnapshot {
   /** Epoch ms (clockMs) of the first client's start and of the last ready, 0 before any: clients/s is over these. */
   firstStartAt: number;
   lastReadyAt: number;
-  /** Ready clients whose socket closed without us asking. */
+  /** Ready clients whose socket closed without us asking (each drop counts: with --reconnect, one may drop again). */
   dropped: number;
   /** Per phase: tcp = start → TCP connect, connected = TCP connect → CONNECTED, register = REGISTER → reply, total = start → ready. */
   phases: Record<Phase, HistogramData>;
@@ -30,6 +31,17 @@ export interface PoolSnapshot {
   delivery: HistogramData;
   /** Epoch ms (clockMs) of the last NOTIFICATION, 0 before any. */
   lastReceivedAt: number;
+  /** With --reconnect: dropped clients connected and registered again (each return counts). */
+  back: number;
+  /** Reconnect attempts that failed, by reason (HTTP 503 while a node drains, ECONNREFUSED while it is down). */
+  retryFailures: Record<string, number>;
+  /** Per return: from the drop to registered again. */
+  away: HistogramData;
+  /** Epoch ms (clockMs) of the first drop and of the last return, 0 before any. */
+  firstDropAt: number;
+  lastBackAt: number;
+  /** Clients ready over time: how many got ready (joined or back) and were dropped, per 100 ms. */
+  level: TimelineData;
   /** Ready clients per recipient key (only when asked for: it can be large). */
   recipients?: Record<string, number>;
 }
@@ -50,6 +62,12 @@ export function emptySnapshot(): PoolSnapshot {
     timed: 0,
     delivery: empty,
     lastReceivedAt: 0,
+    back: 0,
+    retryFailures: {},
+    away: empty,
+    firstDropAt: 0,
+    lastBackAt: 0,
+    level: [],
   };
 }
 
@@ -66,6 +84,8 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
   const total = emptySnapshot();
   const phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
   const delivery = new Histogram();
+  const away = new Histogram();
+  const level = new Timeline();
   let recipients: Record<string, number> | undefined;
   for (const one of snapshots) {
     total.started += one.started;
@@ -81,10 +101,18 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
     total.firstStartAt = earliest(total.firstStartAt, one.firstStartAt);
     total.lastReadyAt = Math.max(total.lastReadyAt, one.lastReadyAt);
     total.lastReceivedAt = Math.max(total.lastReceivedAt, one.lastReceivedAt);
+    total.back += one.back;
+    addCounts(total.retryFailures, one.retryFailures);
+    away.add(one.away);
+    total.firstDropAt = earliest(total.firstDropAt, one.firstDropAt);
+    total.lastBackAt = Math.max(total.lastBackAt, one.lastBackAt);
+    level.add(one.level);
     if (one.recipients) addCounts((recipients ??= {}), one.recipients);
   }
   for (const phase of PHASES) total.phases[phase] = phases[phase].toData();
   total.delivery = delivery.toData();
+  total.away = away.toData();
+  total.level = level.toData();
   if (recipients) total.recipients = recipients;
   return total;
 }

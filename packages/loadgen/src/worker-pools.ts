@@ -46,6 +46,7 @@ export class WorkerPools implements ClientGroup {
   readonly #spec: PoolSpec;
   readonly #perWorker: number;
   readonly #workers: WorkerChannel[] = [];
+  #closing: Promise<void> | undefined;
 
   constructor(spec: PoolSpec, perWorker: number) {
     this.#spec = spec;
@@ -89,7 +90,12 @@ export class WorkerPools implements ClientGroup {
     await this.#all({ op: 'reset' });
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    // A second request to a worker that has already left would fail on its closed channel.
+    return (this.#closing ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
     const exits = this.#workers.map((worker) => worker.child.exitCode === null ? once(worker.child, 'exit') : Promise.resolve());
     await this.#all({ op: 'close' }).catch(() => undefined);
     const timer = setTimeout(() => this.#workers.forEach((worker) => worker.child.kill()), 10_000);

@@ -1,7 +1,7 @@
 /**
  * wsload against a real node in this process: each command, briefly, and the figures it hands a bench suite.
- * fill runs as the real command line (a child process, spread over worker processes and source addresses);
- * the others are called as functions.
+ * fill and notify --await-return run as the real command line (a child process, spread over worker processes
+ * and source addresses); the others are called as functions.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -109,8 +109,9 @@ async function post(path: string, body: object, token?: string): Promise<Respons
   return fetch(`${http}/api/system-api/bench/${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
 }
 
+const subscriptions = async () => (await gateway.metrics.subscriptions.get()).values[0]?.value ?? 0;
+
 test('listen: held listeners count what an application emits', async () => {
-  const subscriptions = async () => (await gateway.metrics.subscriptions.get()).values[0]?.value ?? 0;
   // Clients of the tests before may still be leaving: count only this test's.
   await until(async () => (await subscriptions()) === 0);
   const listening = run(['listen', ws, '--clients', '5', '--register', 'announcements', '--hold', '1.5']);
@@ -126,4 +127,38 @@ test('listen: held listeners count what an application emits', async () => {
   assert.equal(report.counts.received, 15);
   assert.equal(report.counts.timed, 15);
   assert.equal(report.latency.delivery?.count, 15);
+});
+
+/** What a restart does: drain the node (1001 to every client), then a new one on the same port. */
+async function restartGateway(): Promise<void> {
+  await gateway.close();
+  gateway = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: Number(new URL(http).port), host: '127.0.0.1' }));
+  await gateway.listen();
+}
+
+test('notify --await-return: listeners in 2 worker processes, dropped by a restart, come back registered and miss nothing', async () => {
+  await until(async () => (await subscriptions()) === 0);
+  const file = join(dir, 'restart.json');
+  const argv = [CLI, 'notify', http, '--clients', '6', '--per-worker', '3', '--reconnect-min', '0.05', '--reconnect-max', '0.3',
+    '--await-return', '20', '-c', '2', '-R', '100', '-d', '0.5', '--json', file, '-q'];
+  const running = promisify(execFile)(process.execPath, argv, { timeout: 30_000 });
+  await until(async () => (await subscriptions()) === 6);
+  await restartGateway();
+  await running;
+  const report = JSON.parse(readFileSync(file, 'utf8')) as RunReport;
+  assertSane(report, 'notify');
+  const reconnect = report.reconnect!;
+  assert.deepEqual([reconnect.dropped, reconnect.back, reconnect.away], [6, 6, 0]);
+  assert.ok(reconnect.allBackS! > 0);
+  assert.equal(report.latency.away?.count, 6);
+  // Over both workers: all 6 before the drop, none at some point, all 6 at the end.
+  assert.deepEqual(reconnect.series[0], [0, 6]);
+  assert.ok(reconnect.series.some(([, clients]) => clients === 0));
+  assert.equal(reconnect.series.at(-1)?.[1], 6);
+  const { counts } = report;
+  assert.ok(counts.emitsOk! > 0);
+  assert.equal(counts.expected, counts.emitsSent);
+  assert.equal(counts.received, counts.expected);
+  assert.equal(counts.missing, 0);
+  assert.ok(Date.parse(report.leftAt!) <= Date.now());
 });

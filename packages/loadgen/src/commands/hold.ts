@@ -1,13 +1,16 @@
 /**
  * `wsload fill` and `wsload listen`: N clients, each with its tokens and its own subscription, connected R per
  * second and held for --hold seconds (or until Ctrl-C). fill reports how they got in; listen also reports
- * the notifications they received while held (delivery latency for those carrying `sentAt`).
+ * the notifications they received while held (delivery latency for those carrying `sentAt`). With
+ * --reconnect, clients the node drops come back, and the report says how long they were away.
  */
 import { Histogram } from '../histogram.ts';
 import type { HoldOptions } from '../options.ts';
+import { leave } from '../pool.ts';
 import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
+import { addReconnect } from '../reconnect.ts';
 import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
 import { clientGroup } from '../worker-pools.ts';
@@ -15,15 +18,15 @@ import { clientGroup } from '../worker-pools.ts';
 /** `rate` is clients/s while they come in, then notifications/s while they are held. */
 function progressLine(options: HoldOptions, s: PoolSnapshot, elapsedS: number, opened: boolean, rate: number): string {
   const line = `${options.command} ${elapsedS.toFixed(0)}s: ${count(s.started)}/${count(options.clients)} started, ` +
-    `${count(s.ready)} ready, ${count(s.failed)} failed, ${count(s.dropped)} dropped`;
+    `${count(s.ready)} ready, ${count(s.failed)} failed, ${count(s.dropped)} dropped${options.reconnect ? ` (${count(s.dropped - s.back)} away)` : ''}`;
   if (!opened) return `${line}, ${count(rate)} clients/s`;
   return options.command === 'listen' ? `${line}; holding, ${count(s.received)} received (${count(rate)}/s)` : `${line}; holding`;
 }
 
 export async function hold(options: HoldOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
-  const { rate, perAddress, timeoutMs } = options;
-  const group = clientGroup({ roster, first: options.first, count: options.clients, rate, perAddress, timeoutMs }, options.perWorker);
+  const { rate, perAddress, timeoutMs, reconnect } = options;
+  const group = clientGroup({ roster, first: options.first, count: options.clients, rate, perAddress, timeoutMs, reconnect }, options.perWorker);
   const clients = new RateSamples();
   const notifications = new RateSamples();
   const began = performance.now();
@@ -47,14 +50,15 @@ export async function hold(options: HoldOptions, signal?: AbortSignal): Promise<
     const heldS = (performance.now() - openedAt) / 1000;
     const final = await group.snapshot();
     progress.stop();
-    return result(options, final, heldS, options.command === 'listen' ? notifications : undefined, clients);
+    const leftAt = await leave(group);
+    return result(options, final, heldS, options.command === 'listen' ? notifications : undefined, clients, leftAt);
   } finally {
     progress.stop();
     await group.close();
   }
 }
 
-function result(options: HoldOptions, s: PoolSnapshot, heldS: number, notifications: RateSamples | undefined, clients: RateSamples): CommandResult {
+function result(options: HoldOptions, s: PoolSnapshot, heldS: number, notifications: RateSamples | undefined, clients: RateSamples, leftAt: string): CommandResult {
   // From the first client's start to the last one's ready, as the clients saw it (not the workers' start-up).
   const openS = Math.max(0.001, (s.lastReadyAt - s.firstStartAt) / 1000);
   const registered = options.event === undefined ? 0 : s.ready;
@@ -68,6 +72,7 @@ function result(options: HoldOptions, s: PoolSnapshot, heldS: number, notificati
     rates: { clientsPerSecond: s.ready / openS },
     latency,
     perSecond: { clients: clients.summary() },
+    leftAt,
   };
   const summary = [
     `${count(s.ready)} of ${count(options.clients)} clients ready (${count(s.connected)} connected, ${count(registered)} registered, ` +
@@ -81,5 +86,6 @@ function result(options: HoldOptions, s: PoolSnapshot, heldS: number, notificati
     body.perSecond.notifications = notifications.summary();
     summary.push(`${count(s.received)} notifications received in ${heldS.toFixed(1)} s (${count(s.timed)} with sentAt): ${count(s.received / heldS)}/s`);
   }
+  if (options.reconnect) addReconnect(body, summary, s);
   return { body, summary };
 }

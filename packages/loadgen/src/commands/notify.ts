@@ -4,6 +4,10 @@
  * the emitter calls emit-event-ws for d seconds, each call naming the next listener's recipientId (or a
  * broadcast); then it waits up to --grace seconds for notifications still on their way. Reports delivery
  * latency (now − sentAt at the listener), notifications a second, and how many never arrived.
+ *
+ * With --await-return S, the emitter waits for a failover first: listeners dropped (a node restarted or died)
+ * and every one of them back registered. It then names the listeners that were ready before the drop, so a
+ * listener that did not come back, or came back without its subscription, counts as missing.
  */
 import { clockMs } from '../frames.ts';
 import { Emitter, type EmitterStats } from '../emitter.ts';
@@ -12,9 +16,10 @@ import type { NotifyOptions } from '../options.ts';
 import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
-import { count, publicOptions, type CommandResult } from '../report.ts';
+import { addReconnect } from '../reconnect.ts';
+import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
-import type { ClientGroup } from '../pool.ts';
+import { leave, type ClientGroup } from '../pool.ts';
 import { clientGroup } from '../worker-pools.ts';
 
 interface Audience {
@@ -40,6 +45,16 @@ async function drain(group: ClientGroup, expected: number, graceS: number): Prom
   }
 }
 
+/** Until listeners were dropped and none is away any more, or `seconds` passed. */
+async function awaitReturn(group: ClientGroup, seconds: number, signal: AbortSignal | undefined): Promise<void> {
+  const until = performance.now() + seconds * 1000;
+  for (;;) {
+    const { dropped, back } = await group.snapshot();
+    if ((dropped > 0 && back === dropped) || performance.now() >= until || signal?.aborted) return;
+    await pause(100, signal);
+  }
+}
+
 function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number): Emitter {
   return new Emitter({
     httpBase: options.tokenApi.httpBase,
@@ -57,15 +72,16 @@ function emitter(options: NotifyOptions, apiToken: string, audience: Audience, d
 
 export async function notify(options: NotifyOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
-  const { connectRate: rate, perAddress, timeoutMs } = options;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs }, options.perWorker);
+  const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();
   let running: Emitter | undefined;
   progress.start(async (elapsedS) => {
     const snapshot = await group.snapshot();
-    const head = `notify ${elapsedS.toFixed(0)}s: ${count(snapshot.ready)}/${count(options.clients)} listeners ready, ${count(snapshot.failed)} failed`;
+    const away = reconnect ? `, ${count(snapshot.dropped)} dropped, ${count(snapshot.dropped - snapshot.back)} away` : '';
+    const head = `notify ${elapsedS.toFixed(0)}s: ${count(snapshot.ready)}/${count(options.clients)} listeners ready, ${count(snapshot.failed)} failed${away}`;
     if (!running) return head;
     const now = performance.now();
     const perSecond = `${count(emits.sample(running.stats.ok, now))} emits/s, ${count(notifications.sample(snapshot.received, now))} notifications/s`;
@@ -76,6 +92,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const listeners = await group.snapshot(true);
     const audience = audienceOf(listeners, options.broadcast);
     if (audience.weights.every((weight) => weight === 0)) throw new Error(`no listener is ready: ${JSON.stringify(listeners.failures)}`);
+    if (options.awaitReturnS > 0) await awaitReturn(group, options.awaitReturnS, signal);
     if (options.warmupS > 0 && !signal?.aborted) {
       const warm = await emitter(options, roster.apiToken, audience, options.warmupS).run(signal);
       await drain(group, warm.expected, options.graceS);
@@ -91,7 +108,8 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     running = undefined;
     const final = await drain(group, stats.expected, options.graceS);
     progress.stop();
-    return result(options, listeners, final, stats, emitStart, { emits, notifications });
+    const leftAt = await leave(group);
+    return result(options, listeners, final, stats, emitStart, { emits, notifications }, leftAt);
   } finally {
     progress.stop();
     await group.close();
@@ -105,6 +123,7 @@ function result(
   stats: EmitterStats,
   emitStart: number,
   samples: { emits: RateSamples; notifications: RateSamples },
+  leftAt: string,
 ): CommandResult {
   const emitS = (stats.endedAt - stats.startedAt) / 1000;
   // Notifications a second over the time they took to arrive: from the first call to the last arrival.
@@ -113,26 +132,27 @@ function result(
   const missing = Math.max(0, stats.expected - final.received);
   const pace = options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`;
   const failures = { ...listeners.failures, ...Object.fromEntries(Object.entries(stats.errors).map(([k, v]) => [`emit ${k}`, v])) };
-  return {
-    body: {
-      command: 'notify',
-      durationS: emitS,
-      options: publicOptions(options),
-      counts: {
-        listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
-        emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitErrors: errors,
-        expected: stats.expected, received: final.received, timed: final.timed, missing, extra: Math.max(0, final.received - stats.expected),
-      },
-      failures,
-      rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS },
-      latency: { delivery: Histogram.from(final.delivery).summary(), http: stats.latency.summary() },
-      perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
+  const summary = [
+    `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
+    `${options.broadcast ? 'broadcast' : 'one recipient each'}, ${options.connections} connections, ${pace}: ${count(stats.ok)} emits answered 2xx in ` +
+      `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx, ${count(errors)} errors`,
+    `${count(stats.expected)} notifications expected, ${count(final.received)} received (${count(final.received / deliveryS)}/s), ${count(missing)} missing`,
+  ];
+  const body: ReportBody = {
+    command: 'notify',
+    durationS: emitS,
+    options: publicOptions(options),
+    counts: {
+      listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
+      emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitErrors: errors,
+      expected: stats.expected, received: final.received, timed: final.timed, missing, extra: Math.max(0, final.received - stats.expected),
     },
-    summary: [
-      `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
-      `${options.broadcast ? 'broadcast' : 'one recipient each'}, ${options.connections} connections, ${pace}: ${count(stats.ok)} emits answered 2xx in ` +
-        `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx, ${count(errors)} errors`,
-      `${count(stats.expected)} notifications expected, ${count(final.received)} received (${count(final.received / deliveryS)}/s), ${count(missing)} missing`,
-    ],
+    failures,
+    rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS },
+    latency: { delivery: Histogram.from(final.delivery).summary(), http: stats.latency.summary() },
+    perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
+    leftAt,
   };
+  if (options.reconnect) addReconnect(body, summary, final);
+  return { body, summary };
 }

@@ -1,0 +1,229 @@
+/**
+ * Scenarios 5 and 6 of issue 4: a node restarted under its clients, and one of three nodes killed behind the
+ * load balancer. The clients are wsload's (`notify --await-return`): each one the node drops comes back as an
+ * application using the client SDK does (a random wait of 1 to 5 s, the same URL and tokens, the same REGISTER);
+ * once every one is back, the emitter names each client in turn and the clients count what arrives, so what was
+ * lost is counted in one place. The bench does to the nodes what a deploy or a crash does, and watches the
+ * nodes and Redis for what follows.
+ *
+ *   restart  one node on Redis, N clients: SIGTERM (the node takes its routes out of Redis, then closes its
+ *            sockets with 1001 in batches), start it again on the same port. All back after, away p50/p99; then
+ *            1,000 notifications a second for 20 s (5 s quick), each for one client: none may be lost. Then every
+ *            client leaves at once: the node's sockets all closed after, Redis back to no client after.
+ *   kill     three nodes on Redis behind HAProxy (the config `make cluster` renders), N clients through it: kill -9
+ *            the node holding the most. Its clients back after; its entries gone from Redis after (a survivor
+ *            sweeps them once its lease, 10 s, has run out); then each client is named once, 1,000 a second.
+ *
+ * N is 18,000 (3,000 with --quick). Ports 25110-25129, below the ephemeral range. Logs in the run directory.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import type { RunReport } from '@herald/loadgen/src/report.ts';
+import { start, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
+import type { Results } from './report.ts';
+
+export interface FailoverContext {
+  quick: boolean;
+  /** Clients held through the scenario; default 18,000, or 3,000 with `quick`. */
+  clients?: number;
+  runDir: string;
+  sampler: Sampler;
+  results: Results;
+  record(name: string, value: number | undefined): void;
+}
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
+const GATEWAY = `${ROOT}packages/gateway/src/main.ts`;
+const CLUSTER = `${ROOT}infra/local/cluster.sh`;
+const RESTART = { port: 25110, redisPort: 25111 };
+/** HAProxy on `port`, node i on port + i, as `make cluster` lays a fleet out. */
+const KILL = { port: 25120, nodes: 3, redisPort: 25124, statsPort: 25129 };
+const CONNECT_RATE = 2000;
+const EMIT_RATE = 1000;
+/** How long wsload waits for the dropped clients to be back before it emits anyway (and counts them missing). */
+const AWAIT_RETURN_S = 120;
+// The Redis keys of a node (packages/gateway/src/broker/redis/keys.ts, default prefix `gw`).
+const nodeRoutesKey = (nodeId: string): string => `gw:node:{${nodeId}}:routes`;
+const NODES_KEY = 'gw:{nodes}';
+
+const clientsOf = (ctx: FailoverContext): number => ctx.clients ?? (ctx.quick ? 3000 : 18_000);
+const message = (error: unknown): string => (error as Error).message;
+
+async function metric(port: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
+}
+
+async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
+  const proc = start(name, 'node', ['--no-node-snapshot', GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
+  await waitFor(`${name} on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
+  ctx.sampler.watch(name, proc.child.pid!);
+  return proc;
+}
+
+interface Clients {
+  proc: Proc;
+  /** wsload's report once it has emitted, counted and let its clients go. */
+  done: Promise<RunReport>;
+}
+
+/** wsload notify in the background: `clients` listeners that come back when dropped; `emitS` of emits once all are back. */
+function startClients(ctx: FailoverContext, name: string, http: string, clients: number, emitS: number): Clients {
+  const json = `${ctx.runDir}/${name}-${Date.now()}.json`;
+  const args = ['notify', http, '--clients', String(clients), '--connect-rate', String(CONNECT_RATE), '--await-return', String(AWAIT_RETURN_S),
+    '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--quiet', '--json', json];
+  ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.slice(0, -2).join(' ')}`);
+  const proc = start(`wsload-${name}`, 'node', [WSLOAD, ...args], {}, `${ctx.runDir}/wsload-${name}.log`);
+  ctx.sampler.watch('wsload', proc.child.pid!);
+  const timeoutS = clients / CONNECT_RATE + AWAIT_RETURN_S + emitS + 120;
+  const timer = setTimeout(() => void stop(proc, 'SIGKILL'), timeoutS * 1000);
+  const done = proc.exited.then(() => {
+    clearTimeout(timer);
+    if (proc.child.exitCode !== 0) throw new Error(`wsload exited with ${proc.child.exitCode ?? proc.child.signalCode}; see wsload-${name}.log`);
+    return JSON.parse(readFileSync(json, 'utf8')) as RunReport;
+  });
+  return { proc, done };
+}
+
+/** Seconds from `fromMs` to `toMs`, as a figure. */
+const seconds = (fromMs: number, toMs: number): number => (toMs - fromMs) / 1000;
+
+/** The figures every failover has: drops, when all were back, away p50/p99; the series for the chart. */
+function recordReturn(ctx: FailoverContext, scenario: 'restart' | 'kill', report: RunReport): void {
+  const back = report.reconnect;
+  if (!back) throw new Error('wsload reported no reconnect figures');
+  ctx.results.runs[`gateway ${scenario}`] = report;
+  ctx.record(`${scenario}_dropped`, back.dropped);
+  ctx.record(`${scenario}_all_back_s`, back.allBackS ?? undefined);
+  ctx.record(`${scenario}_away_p50_ms`, report.latency.away?.p50);
+  ctx.record(`${scenario}_away_p99_ms`, report.latency.away?.p99);
+  (ctx.results.reconnect ??= {})[scenario] = { clients: report.counts.listeners ?? 0, series: back.series };
+  if (back.allBackS === null) ctx.results.errors.push(`${scenario}: ${back.away} of ${back.dropped} dropped clients were not back after ${AWAIT_RETURN_S} s`);
+}
+
+/**
+ * Once the clients are back on the node, watch them leave: when the node's last socket closes, and when Redis is
+ * back to its key count with no client (epoch ms). Watching from before they leave keeps wsload's exit out of it.
+ */
+async function watchLeave(port: number, db: Redis, idleKeys: number, clients: number, timeoutMs: number): Promise<[number, number]> {
+  await waitFor(`${clients} clients back on the node`, async () => (await metric(port, 'herald_subscriptions')) >= clients, timeoutMs);
+  return Promise.all([
+    waitFor('every socket closed', async () => (await metric(port, 'herald_connections')) === 0, timeoutMs, 50),
+    waitFor('Redis back to no client', async () => (await db.dbsize()) <= idleKeys, timeoutMs, 50),
+  ]);
+}
+
+/** Redis for a scenario, and a client of it for the bench's own look. */
+async function scenarioRedis(ctx: FailoverContext, name: string, port: number): Promise<{ proc: Proc; db: Redis }> {
+  const proc = await startRedis(name, port, `${ctx.runDir}/${name}.log`);
+  ctx.sampler.watch(name, proc.child.pid!);
+  return { proc, db: new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }) };
+}
+
+/** Nodes and clients first (a draining node still talks to Redis), then Redis. */
+async function stopScenario(procs: Proc[], redis: { proc: Proc; db: Redis } | undefined): Promise<void> {
+  redis?.db.disconnect();
+  await Promise.all(procs.map((proc) => stop(proc)));
+  if (redis) await stop(redis.proc);
+}
+
+export async function restartScenario(ctx: FailoverContext): Promise<void> {
+  const clients = clientsOf(ctx);
+  const { port, redisPort } = RESTART;
+  const mine: Proc[] = [];
+  let redis: { proc: Proc; db: Redis } | undefined;
+  try {
+    ctx.sampler.phase = 'gateway restart';
+    redis = await scenarioRedis(ctx, 'redis-restart', redisPort);
+    const { db } = redis;
+    const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}` };
+    const first = await startGateway(ctx, 'gateway-restart', port, env);
+    mine.push(first);
+    const idleKeys = await db.dbsize();
+    const emitS = ctx.quick ? 5 : 20;
+    const load = startClients(ctx, 'restart', `http://127.0.0.1:${port}`, clients, emitS);
+    mine.push(load.proc);
+    await waitFor(`${clients} clients registered`, async () => (await metric(port, 'herald_subscriptions')) >= clients, 120_000);
+    // Drains (routes out of Redis, 1001 in batches of drain.batchSize) and exits; then the same node again.
+    await stop(first, 'SIGTERM', 40_000);
+    mine.push(await startGateway(ctx, 'gateway-restart', port, env));
+    const leave = watchLeave(port, db, idleKeys, clients, (AWAIT_RETURN_S + emitS + 120) * 1000);
+    // wsload's figures even when the watch fails (clients that never came back).
+    const [done, left] = await Promise.allSettled([load.done, leave]);
+    if (done.status === 'rejected') throw done.reason;
+    recordReturn(ctx, 'restart', done.value);
+    ctx.record('restart_lost', done.value.counts.missing);
+    if (left.status === 'rejected') throw left.reason;
+    // wsload let every client go at once (a TCP reset each) at `leftAt`.
+    const leftAt = Date.parse(done.value.leftAt!);
+    ctx.record('leave_sockets_closed_s', seconds(leftAt, left.value[0]));
+    ctx.record('leave_redis_clean_s', seconds(leftAt, left.value[1]));
+  } catch (error) {
+    ctx.results.errors.push(`restart: ${message(error)}`);
+  } finally {
+    await stopScenario(mine, redis);
+  }
+}
+
+/** HAProxy in front of the fleet, configured as `make cluster` does it, with enough processes for `clients`. */
+async function startBalancer(ctx: FailoverContext, clients: number): Promise<Proc[]> {
+  // The emitter's and the token calls' connections pass through it too.
+  const lbClients = clients + 1000;
+  const env = { ...process.env, PORT: String(KILL.port), N: String(KILL.nodes), STATS_PORT: String(KILL.statsPort), LB_CLIENTS: String(lbClients) };
+  const config = execFileSync(CLUSTER, ['render-haproxy'], { env, encoding: 'utf8' });
+  const file = `${ctx.runDir}/haproxy-kill.cfg`;
+  writeFileSync(file, config);
+  // One process holds what the open-file limit allows; past it, several share the port (SO_REUSEPORT).
+  const perProcess = Number(/^\s*maxconn (\d+)/m.exec(config)?.[1]);
+  const procs = Array.from({ length: Math.ceil(lbClients / perProcess) }, (_, k) =>
+    start(`haproxy-${k + 1}`, 'haproxy', ['-db', '-f', file], { PATH: `${process.env.PATH}:/usr/sbin` }, `${ctx.runDir}/haproxy-${k + 1}.log`));
+  await waitFor('HAProxy', async () => (await fetch(`http://127.0.0.1:${KILL.port}/readyz`)).ok, 30_000);
+  return procs;
+}
+
+interface FleetNode { id: string; port: number; proc: Proc }
+
+async function busiest(nodes: FleetNode[]): Promise<FleetNode> {
+  const held = await Promise.all(nodes.map((node) => metric(node.port, 'herald_connections')));
+  return nodes[held.indexOf(Math.max(...held))]!;
+}
+
+export async function killScenario(ctx: FailoverContext): Promise<void> {
+  const clients = clientsOf(ctx);
+  const mine: Proc[] = [];
+  let redis: { proc: Proc; db: Redis } | undefined;
+  try {
+    ctx.sampler.phase = 'gateway kill -9';
+    redis = await scenarioRedis(ctx, 'redis-kill', KILL.redisPort);
+    const { db } = redis;
+    const nodes = await Promise.all(Array.from({ length: KILL.nodes }, async (_, i): Promise<FleetNode> => {
+      const [id, port] = [`bench-node-${i + 1}`, KILL.port + i + 1];
+      const proc = await startGateway(ctx, `gateway-${id}`, port, { REDIS_URL: `redis://127.0.0.1:${KILL.redisPort}`, HERALD_NODE_ID: id });
+      return { id, port, proc };
+    }));
+    mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx, clients)));
+    // Each client named once, after every one is back.
+    const load = startClients(ctx, 'kill', `http://127.0.0.1:${KILL.port}`, clients, (clients - 0.5) / EMIT_RATE);
+    mine.push(load.proc);
+    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => metric(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
+    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000);
+    const victim = await busiest(nodes);
+    const held = await metric(victim.port, 'herald_connections');
+    const killedAt = Date.now();
+    victim.proc.child.kill('SIGKILL');
+    const swept = waitFor(`${victim.id} swept from Redis`, async () =>
+      (await db.exists(nodeRoutesKey(victim.id))) === 0 && (await db.zscore(NODES_KEY, victim.id)) === null, 60_000, 50);
+    const [sweptAt, report] = await Promise.all([swept, load.done]);
+    recordReturn(ctx, 'kill', report);
+    ctx.record('kill_held', held);
+    ctx.record('kill_swept_s', seconds(killedAt, sweptAt));
+    const named = report.counts.emitsSent ?? 0;
+    if (named > 0) ctx.record('kill_next_emit_reached_pct', (100 * Math.min(report.counts.received ?? 0, named)) / named);
+  } catch (error) {
+    ctx.results.errors.push(`kill: ${message(error)}`);
+  } finally {
+    await stopScenario(mine, redis);
+  }
+}

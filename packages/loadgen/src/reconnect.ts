@@ -1,0 +1,133 @@
+/**
+ * Reconnection of held clients (--reconnect), as an application using the client SDK does it: a client
+ * whose socket the node closed (1001 while it drains, 1006 when it died) waits a random time between the
+ * bounds (the SDK's full jitter, `reconnectDelay`), connects again through the same URL with the same
+ * tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a draining node or from admission
+ * under a storm, ECONNREFUSED while the node is down, a timeout) waits again and tries again, until the
+ * run ends. Also here: what the report says about it.
+ */
+import { reconnectDelay } from '@herald/client';
+import { clockMs } from './frames.ts';
+import { Histogram } from './histogram.ts';
+import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
+import { count, type ReportBody } from './report.ts';
+import type { PoolSnapshot } from './snapshot.ts';
+import { seriesFrom } from './timeline.ts';
+
+/** Bounds of the wait before each attempt, ms (the SDK's minDelayMs and maxDelayMs). */
+export interface ReconnectPolicy {
+  minDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** The pool whose clients come back: it puts a returning client in its place and counts what happened. */
+export interface ReconnectHost {
+  back(client: LoadClient, awayMs: number): void;
+  retryFailed(reason: string): void;
+  closed(client: LoadClient, code: number): void;
+  notification(client: LoadClient, frame: Buffer): void;
+}
+
+/** Observes the reconnect attempts: a new LoadClient per attempt, with the dropped client's index and plan. */
+export class Reconnector implements ClientObserver {
+  readonly #policy: ReconnectPolicy;
+  readonly #host: ReconnectHost;
+  readonly #options: (index: number) => ClientOptions;
+  /** Client index → clockMs of its drop, while it is away. */
+  readonly #droppedAt = new Map<number, number>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #attempts = new Set<LoadClient>();
+  #closed = false;
+
+  constructor(policy: ReconnectPolicy, host: ReconnectHost, options: (index: number) => ClientOptions) {
+    this.#policy = policy;
+    this.#host = host;
+    this.#options = options;
+  }
+
+  /** A held client's socket was closed by the other side at `atMs`: bring it back. */
+  dropped(client: LoadClient, atMs: number): void {
+    this.#droppedAt.set(client.index, atMs);
+    this.#retry(client);
+  }
+
+  #retry(previous: LoadClient): void {
+    if (this.#closed) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index));
+      this.#attempts.add(attempt);
+      attempt.start();
+    }, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
+    this.#timers.add(timer);
+  }
+
+  ready(attempt: LoadClient): void {
+    this.#attempts.delete(attempt);
+    const awayMs = clockMs() - (this.#droppedAt.get(attempt.index) ?? clockMs());
+    this.#droppedAt.delete(attempt.index);
+    this.#host.back(attempt, awayMs);
+  }
+
+  failed(attempt: LoadClient, reason: string): void {
+    this.#attempts.delete(attempt);
+    this.#host.retryFailed(reason);
+    this.#retry(attempt);
+  }
+
+  /** A client that came back was dropped again: the host counts it, and hands it back through `dropped`. */
+  closed(attempt: LoadClient, code: number): void {
+    this.#host.closed(attempt, code);
+  }
+
+  notification(attempt: LoadClient, frame: Buffer): void {
+    this.#host.notification(attempt, frame);
+  }
+
+  /** The run is over: no more attempts, and those in flight are dropped. */
+  close(): void {
+    this.#closed = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    for (const attempt of this.#attempts) attempt.terminate();
+    this.#attempts.clear();
+  }
+}
+
+export interface ReconnectFigures {
+  /** Drops (a client dropped twice counts twice), returns, and clients still away at the end. */
+  dropped: number;
+  back: number;
+  away: number;
+  /** Seconds from the first drop to the last return; null while a client is still away (or none dropped). */
+  allBackS: number | null;
+  /** [seconds since the first drop, clients connected and registered], every 0.1 s: "clients back over time". */
+  series: Array<[number, number]>;
+}
+
+export function reconnectFigures(s: PoolSnapshot): ReconnectFigures {
+  const away = s.dropped - s.back;
+  const allBack = s.dropped > 0 && away === 0;
+  return {
+    dropped: s.dropped,
+    back: s.back,
+    away,
+    allBackS: allBack ? Math.round(s.lastBackAt - s.firstDropAt) / 1000 : null,
+    series: s.firstDropAt === 0 ? [] : seriesFrom(s.level, s.firstDropAt),
+  };
+}
+
+/** The reconnect part of a fill, listen or notify report: its figures, the away latency, failed attempts, a line. */
+export function addReconnect(body: ReportBody, summary: string[], s: PoolSnapshot): void {
+  const figures = reconnectFigures(s);
+  const away = Histogram.from(s.away).summary();
+  body.reconnect = figures;
+  body.latency.away = away;
+  for (const [reason, n] of Object.entries(s.retryFailures)) body.failures[`reconnect ${reason}`] = n;
+  const attemptsFailed = Object.values(s.retryFailures).reduce((sum, n) => sum + n, 0);
+  const back = figures.allBackS === null ? `${count(figures.away)} still away` : `the last ${figures.allBackS.toFixed(1)} s after the first drop`;
+  summary.push(
+    `reconnect: ${count(figures.dropped)} dropped, ${count(figures.back)} back registered, ${back}; ` +
+      `away p50 ${Math.round(away.p50)} ms, p99 ${Math.round(away.p99)} ms; ${count(attemptsFailed)} attempts refused or failed`,
+  );
+}
