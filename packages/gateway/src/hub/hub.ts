@@ -7,7 +7,7 @@
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
  */
-import { encodeNotification, type OnEvent, type ValidOnEvent } from '@herald/protocol';
+import { encodeNotification, EventType, type OnEvent, type ValidOnEvent } from '@herald/protocol';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
@@ -15,10 +15,16 @@ import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
 import type { Session } from './session.ts';
 
-/** One eventId on this node: what was asked for, and every session that asked for it. */
+/**
+ * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
+ * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
+ * the entry's objects and strings were ~130 B of each client's heap.
+ */
 export interface Subscription {
   readonly eventId: string;
-  readonly onEvent: OnEvent;
+  readonly eventType: EventType;
+  readonly getEventData: boolean;
+  readonly select: readonly string[] | undefined;
   readonly bucket: Bucket;
   sessions: Few<Session>;
 }
@@ -119,7 +125,9 @@ export class Hub {
     const bucket = this.#bucketFor(route);
     let subscription = findIn(bucket.subscriptions, (each) => each.eventId === eventId);
     if (!subscription) {
-      subscription = { eventId, onEvent, bucket, sessions: undefined };
+      // The protocol's own string constant, not the one parsed from this client's frame.
+      const eventType = onEvent.eventType === EventType.INSTANCES ? EventType.INSTANCES : EventType.CUSTOM_WS_EVENTS;
+      subscription = { eventId, eventType, getEventData: onEvent.getEventData === true, select: onEvent.select, bucket, sessions: undefined };
       bucket.subscriptions = addTo(bucket.subscriptions, subscription);
     }
     subscription.sessions = addTo(subscription.sessions, session);
@@ -176,12 +184,10 @@ export class Hub {
    */
   *#writes(matched: Subscription[], eventData: Record<string, unknown>): Generator<boolean> {
     let fullJson: string | undefined;
-    for (const { eventId, onEvent, sessions } of matched) {
+    for (const { eventId, eventType, getEventData, select, sessions } of matched) {
       let json: string | undefined;
-      if (onEvent.getEventData) {
-        json = onEvent.select ? JSON.stringify(project(eventData, onEvent.select)) : (fullJson ??= JSON.stringify(eventData));
-      }
-      const frame = encodeNotification(eventId, onEvent.eventType, json);
+      if (getEventData) json = select ? JSON.stringify(project(eventData, select)) : (fullJson ??= JSON.stringify(eventData));
+      const frame = encodeNotification(eventId, eventType, json);
       for (const session of membersOf(sessions)) yield this.#write(session, frame);
     }
   }
