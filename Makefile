@@ -9,7 +9,7 @@ N ?= 3
 .PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick
 
 run: deps
-	node --no-node-snapshot packages/gateway/src/main.ts
+	node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
 
 test: deps redis haproxy typecheck unit
 

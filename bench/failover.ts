@@ -57,7 +57,7 @@ async function metric(port: number, name: string): Promise<number> {
 }
 
 async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
-  const proc = start(name, 'node', ['--no-node-snapshot', GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
+  const proc = start(name, 'node', ['--no-node-snapshot', '--max-semi-space-size=16', GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
   await waitFor(`${name} on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
   ctx.sampler.watch(name, proc.child.pid!);
   return proc;

@@ -192,7 +192,7 @@ ${memoryTable(r)}
 
 ## What runs
 
-- **gateway**: \`node --no-node-snapshot packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
+- **gateway**: \`node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
 - **Socket.IO**: \`bench/peers/socketio.ts\`, Socket.IO + \`@socket.io/redis-adapter\`, WebSocket transport only; \`register\`
   joins a room per recipientId; \`POST /emit\` does \`io.to(room).emit\` (or \`io.emit\`).
 - **bare ws**: \`bench/peers/bare-ws.ts\`, \`ws\` + ioredis, a Map by recipientId; \`POST /emit\` publishes on one Redis

@@ -74,7 +74,7 @@ async function startTarget(t: Target): Promise<void> {
   const env = { PORT: String(t.port), REDIS_URL: `redis://127.0.0.1:${t.redisPort}`, LOG_LEVEL: 'warn' };
   const gc = ['--expose-gc', '--import', `${ROOT}bench/gc-preload.ts`];
   const script = t.name === 'gateway'
-    ? [...gc, '--no-node-snapshot', `${ROOT}packages/gateway/src/main.ts`]
+    ? [...gc, '--no-node-snapshot', '--max-semi-space-size=16', `${ROOT}packages/gateway/src/main.ts`]
     : [...gc, `${ROOT}bench/peers/${t.name === 'bare' ? 'bare-ws' : 'socketio'}.ts`];
   t.server = start(t.name, 'node', script, env, `${RUN_DIR}/${t.name}.log`);
   const ready = t.name === 'gateway' ? '/readyz' : '/stats';

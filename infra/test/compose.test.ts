@@ -163,8 +163,9 @@ test('the Dockerfile: node:24-slim, every workspace manifest, non-root, EXPOSE 3
   assert.ok(user && user !== 'USER root' && user !== 'USER 0', 'runs as a non-root user');
   assert.ok(lines.includes('EXPOSE 38246'));
   const cmd = lines.find((line) => line.startsWith('CMD '));
-  // --no-node-snapshot: isolated-vm (can-connect code) asks for it on Node 20 and later.
-  assert.deepEqual(JSON.parse(cmd!.slice(4)), ['node', '--no-node-snapshot', 'packages/gateway/src/main.ts']);
+  // --no-node-snapshot: isolated-vm (can-connect code) asks for it on Node 20 and later; --max-semi-space-size:
+  // a bounded young generation (docs/architecture.md).
+  assert.deepEqual(JSON.parse(cmd!.slice(4)), ['node', '--no-node-snapshot', '--max-semi-space-size=16', 'packages/gateway/src/main.ts']);
   const healthcheck = lines.find((line) => line.startsWith('HEALTHCHECK '));
   assert.ok(healthcheck, 'has a HEALTHCHECK');
   const check = JSON.parse(healthcheck.slice(healthcheck.indexOf('CMD ') + 4)) as string[];

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-node-snapshot
+#!/usr/bin/env -S node --no-node-snapshot --max-semi-space-size=16
 /**
  * The `herald-gateway` command: the composition root, and the only place that reads the environment.
  *
