@@ -37,6 +37,26 @@ type TargetName = 'gateway' | 'socketio' | 'bare';
 interface Target { name: TargetName; port: number; redisPort: number; server?: Proc }
 
 const results: Results = { quick: QUICK, startedAt: new Date().toISOString(), levels: LEVELS, figures: {}, memory: {}, runs: {}, errors: [], commands: [], samples: [] };
+if (ONLY) keepEarlierRun();
+
+/**
+ * `--only` measures some scenarios again: the report keeps the earlier run's figures, memory levels and load
+ * outputs (a full run of the same mode), and this run's replace those it measures.
+ */
+function keepEarlierRun(): void {
+  let earlier: Partial<Results>;
+  try {
+    earlier = JSON.parse(readFileSync(`${OUT_DIR}/results.json`, 'utf8')) as Partial<Results>;
+  } catch {
+    return; // no earlier run
+  }
+  if (earlier.quick !== QUICK) return;
+  Object.assign(results.figures, earlier.figures);
+  Object.assign(results.memory, earlier.memory);
+  Object.assign(results.runs, earlier.runs);
+  results.commands.push(...(earlier.commands ?? []));
+  results.startedAt = `${earlier.startedAt ?? '?'}, with ${[...ONLY!].join(', ')} measured again on ${results.startedAt}`;
+}
 let redis: Redis | undefined;
 const sampler = new Sampler(async () => (redis ? Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]) : undefined));
 
