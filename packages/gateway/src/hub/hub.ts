@@ -13,6 +13,7 @@ import { GatewayError } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
+import { textFrame, writeFrame } from '../transport/frames.ts';
 import type { Session } from './session.ts';
 
 /**
@@ -49,8 +50,6 @@ export interface HubOptions {
   maxBufferedBytes: number;
   fanOutChunk: number;
 }
-
-const TEXT = { binary: false } as const;
 
 export class Hub {
   readonly sessions = new Set<Session>();
@@ -187,7 +186,7 @@ export class Hub {
     for (const { eventId, eventType, getEventData, select, sessions } of matched) {
       let json: string | undefined;
       if (getEventData) json = select ? JSON.stringify(project(eventData, select)) : (fullJson ??= JSON.stringify(eventData));
-      const frame = encodeNotification(eventId, eventType, json);
+      const frame = textFrame(encodeNotification(eventId, eventType, json));
       for (const session of membersOf(sessions)) yield this.#write(session, frame);
     }
   }
@@ -204,7 +203,7 @@ export class Hub {
     setImmediate(() => this.#fanOut(writes));
   }
 
-  /** Answers whether the frame was written; a drop is counted by its reason. */
+  /** Answers whether the frame (built by textFrame) was written; a drop is counted by its reason. */
   #write(session: Session, frame: Buffer): boolean {
     const { socket } = session;
     if (session.closed || socket.readyState !== socket.OPEN) {
@@ -216,7 +215,7 @@ export class Hub {
       this.shed(session);
       return false;
     }
-    socket.send(frame, TEXT);
+    writeFrame(socket, frame);
     return true;
   }
 
