@@ -7,7 +7,7 @@
  *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s    (make bench)
  *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
- *                                 broadcast-1k, notify-paced, can-connect, restart, kill (bench/failover.ts)
+ *                                 broadcast-1k, notify-paced, broadcast-18k, can-connect, restart, kill (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
@@ -168,6 +168,10 @@ async function loadScenarios(t: Target): Promise<void> {
   ];
   if (gw) steps.push(['notify-paced', ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '-R', '1000'],
     (r) => { record('paced_p50_ms', r.latency?.delivery?.p50); record('paced_p99_ms', r.latency?.delivery?.p99); }]);
+  // Scenario 4's broadcast: 18,000 listeners (over 3 processes), 5 broadcasts a second apart; the slowest delivery
+  // of all is the last client told of the slowest broadcast.
+  if (gw) steps.push(['broadcast-18k', ['notify', http, '--clients', String(LEVELS.at(-1)), '--per-worker', '6000', '-c', '1', '-R', '1', '-d', '5', '--broadcast'],
+    (r) => record('broadcast_18k_last_ms', r.latency?.delivery?.max)]);
   for (const [name, args, take] of steps.filter(([name]) => wanted(name))) {
     sampler.phase = `${t.name} ${name}`;
     try {
