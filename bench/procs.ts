@@ -62,9 +62,25 @@ export function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
+/** The process and its children (wsload's worker processes, the node's sandbox workers): what it costs in all. */
+function family(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  } catch { /* no such file: it exited */ }
+  return [pid, ...children];
+}
+
+/** Sum over the family of what `read` gives for each live member; a member that exits meanwhile counts 0. */
+function summed(pid: number, read: (pid: number) => number): number {
+  return family(pid).reduce((sum, member) => {
+    try { return sum + read(member); } catch { return sum; }
+  }, 0);
+}
+
 export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, { rssKb: number; cpuPct: number }> }
 
-/** Once a second: RSS and CPU of each watched process, and Redis used_memory, tagged with the current phase. */
+/** Once a second: RSS and CPU of each watched process with its children, and Redis used_memory, tagged with the current phase. */
 export class Sampler {
   readonly samples: Sample[] = [];
   phase = 'idle';
@@ -77,7 +93,7 @@ export class Sampler {
     this.timer = setInterval(() => void this.sample(), 1000);
   }
 
-  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: cpuTicks(pid), at: performance.now() }); }
+  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: summed(pid, cpuTicks), at: performance.now() }); }
   unwatch(name: string): void { this.watched.delete(name); }
   close(): void { clearInterval(this.timer); }
 
@@ -85,9 +101,12 @@ export class Sampler {
     const sample: Sample = { t: Date.now(), phase: this.phase, procs: {} };
     for (const [name, w] of this.watched) {
       try {
-        const ticks = cpuTicks(w.pid);
+        cpuTicks(w.pid); // throws once the watched process itself has exited
+        const ticks = summed(w.pid, cpuTicks);
         const at = performance.now();
-        sample.procs[name] = { rssKb: rssKb(w.pid), cpuPct: Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10 };
+        // A child that exited takes its ticks with it: never a negative share.
+        const cpuPct = Math.max(0, Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10);
+        sample.procs[name] = { rssKb: summed(w.pid, rssKb), cpuPct };
         Object.assign(w, { ticks, at });
       } catch { this.watched.delete(name); } // it exited
     }
