@@ -29,6 +29,7 @@ const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
   ['broadcast_1k_per_s', 'broadcast to 1,000, unpaced, notifications/s', '≥', 180000],
   ['broadcast_1k_vs_socketio', '… × Socket.IO', '≥', 2],
   ['broadcast_18k_last_ms', 'one broadcast to every client (18,000): the last one told, ms', '≤', 200],
+  ['person_during_broadcast_ms', '… one-person notifications sent meanwhile (100/s): delivery p99, ms', '≤', 20],
   ['restart_all_back_s', 'restart of the node: every client back and registered, s after the first drop', '≤', 7],
   ['restart_lost', '… then 1,000/s, each for one client: notifications lost', '≤', 0],
   ['kill_all_back_s', 'kill -9 of one of 3 nodes: its clients back, s after the first drop', '≤', 7],
