@@ -6,8 +6,9 @@
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { CanConnectRequest, CanConnectVerdict, CodeRunner, PreparedCode, RunnerLimits, SystemCalls } from './code-runner.ts';
 import { IsolateRunner } from './isolate.ts';
-import { dockerSandbox, type DockerEndpoint } from './sandbox-docker.ts';
+import type { DockerEndpoint } from './sandbox-docker.ts';
 import { processSandbox } from './sandbox-process.ts';
+import { unavailable } from './verdict.ts';
 
 /** Config `code` (defaults in DEFAULT_CODE_OPTIONS). */
 export interface CodeOptions {
@@ -37,7 +38,7 @@ export class CodeRunners {
 
   get sandbox(): CodeRunner {
     const { docker, sandboxes } = this.#options;
-    this.#sandbox ??= docker ? dockerSandbox(this.#limits(sandboxes), docker) : processSandbox(this.#limits(sandboxes));
+    this.#sandbox ??= docker ? dockerSandboxLater(this.#limits(sandboxes), docker) : processSandbox(this.#limits(sandboxes));
     return this.#sandbox;
   }
 
@@ -54,6 +55,20 @@ export class CodeRunners {
     const { timeoutMs, memoryMb, queue } = this.#options;
     return { size, timeoutMs, memoryMb, queue };
   }
+}
+
+/**
+ * The Docker sandbox, with dockerode loaded on first use: ~75 ms of every start for a node that never uses it.
+ * Like every runner, it answers with a verdict, never a rejection (a failed load is `unavailable`).
+ */
+function dockerSandboxLater(limits: RunnerLimits, endpoint: DockerEndpoint): CodeRunner {
+  const runner = import('./sandbox-docker.ts').then(({ dockerSandbox }) => dockerSandbox(limits, endpoint));
+  runner.catch(() => {}); // reported by each call below
+  return {
+    canConnect: (code, request, sys) =>
+      runner.then((loaded) => loaded.canConnect(code, request, sys), (error: Error) => unavailable(`docker: ${error.message}`)),
+    close: () => runner.then((loaded) => loaded.close(), () => undefined),
+  };
 }
 
 /** `g.req` from what the transport knows of a REGISTER entry: plain values only, copied into the runner. */
