@@ -176,7 +176,7 @@ ${table(r)}
 Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(-1)?.toLocaleString('en-US')}), or from the first level with
 clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
 6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
-\`process.memoryUsage().heapUsed\` on /stats), 2 s after a forced GC (SIGUSR2 to the server, see bench/gc-preload.ts).
+\`process.memoryUsage().heapUsed\` on /stats), 2 s after two forced GCs a second apart (SIGUSR2 to the server, see bench/gc-preload.ts).
 ${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 

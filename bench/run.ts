@@ -119,6 +119,9 @@ async function memoryLevel(t: Target, clients: number, fills: Proc[], held: numb
     await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load.stdout.includes('ready')), 120_000);
   }
   // The servers run with bench/gc-preload.ts: SIGUSR2 makes them collect, so heap and RSS hold live data only.
+  // Twice: what the first collection frees only through weak callbacks and finalizers goes in the second.
+  t.server!.child.kill('SIGUSR2');
+  await sleep(1000);
   t.server!.child.kill('SIGUSR2');
   await sleep(2000);
   const stats = await serverStats(t);
