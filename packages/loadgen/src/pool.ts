@@ -126,7 +126,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     if (client.registerSentAt > 0) this.#phases.register.record(client.readyAt - client.registerSentAt);
     this.#phases.total.record(client.readyAt - client.startAt);
     this.#lastReadyAt = clockMs();
-    this.#level.record(this.#lastReadyAt, 1, 0);
+    this.#level.record(this.#lastReadyAt, 'joined');
     this.#settle();
   }
 
@@ -141,7 +141,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     const now = clockMs();
     this.#dropped++;
     if (this.#firstDropAt === 0) this.#firstDropAt = now;
-    this.#level.record(now, 0, 1);
+    this.#level.record(now, 'dropped');
     this.#reconnector?.dropped(client, now);
   }
 
@@ -150,7 +150,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#back++;
     this.#away.record(awayMs);
     this.#lastBackAt = clockMs();
-    this.#level.record(this.#lastBackAt, 1, 0);
+    this.#level.record(this.#lastBackAt, 'back');
   }
 
   retryFailed(reason: string): void {

@@ -14,10 +14,10 @@ import { Timeline } from '../src/timeline.ts';
 function worker(readyAt: number, clients: number, episodes: Array<[number, number]>): PoolSnapshot {
   const level = new Timeline();
   const away = new Histogram();
-  for (let i = 0; i < clients; i++) level.record(readyAt, 1, 0);
+  for (let i = 0; i < clients; i++) level.record(readyAt, 'joined');
   for (const [droppedAt, backAt] of episodes) {
-    level.record(droppedAt, 0, 1);
-    level.record(backAt, 1, 0);
+    level.record(droppedAt, 'dropped');
+    level.record(backAt, 'back');
     away.record(backAt - droppedAt);
   }
   return {
@@ -55,6 +55,13 @@ test('clients that got ready within the 100 ms of the first drop count as ready 
   const t = 1_700_000_000_000;
   const series = reconnectFigures(mergeSnapshots([worker(t + 10, 2, [[t + 60, t + 450]]), worker(t + 40, 1, [[t + 90, t + 300]])])).series;
   assert.deepEqual(series, [[0, 3], [0.1, 1], [0.2, 1], [0.3, 1], [0.4, 2], [0.5, 3]]);
+});
+
+test('a client dropped and back within the 100 ms of the first drop is not counted twice before it', () => {
+  const t = 1_700_000_000_000;
+  const series = reconnectFigures(mergeSnapshots([worker(t + 10, 3, [[t + 120, t + 170]]), worker(t + 20, 3, [[t + 130, t + 650]])])).series;
+  assert.deepEqual(series.slice(0, 2), [[0, 6], [0.1, 5]]);
+  assert.deepEqual(series.at(-1), [0.6, 6]);
 });
 
 test('while a client is away there is no all-back time; with no drop, no series', () => {
