@@ -180,8 +180,10 @@ clients when there is no later one: quick runs stop at 6,000, so their slope is 
 ${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 
-Connect with both tokens, REGISTER, leave, 100 at a time; each event in turn, the order alternating between rounds,
-median of the rounds (${r.quick ? 1 : 3}), 2 s of warm-up each; the ratios are \`subscribe_*_vs_no_code\` in results.json.
+Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right after
+a run of the event without code, and its ratio is to that run (the rate drifts 10-20% over minutes here; a pair a few
+seconds apart shares the drift); medians over ${r.quick ? 1 : 3} round(s) of the rates and of the ratios
+(\`subscribe_*_vs_no_code\` in results.json, each run's output under \`runs\`).
 
 ${codeTable(r)}
 
