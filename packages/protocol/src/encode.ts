@@ -13,12 +13,10 @@ export function encodeErrors(type: 'TOKEN_VALIDATION' | 'ERROR', errors: WireErr
 }
 
 /**
- * A NOTIFICATION as bytes, for every recipient that registered the same subscription (same eventId).
+ * A NOTIFICATION's text, for every recipient that registered the same subscription (same eventId).
  * `eventDataJson` is already serialised (undefined when the subscriber asked for getEventData:false).
  */
-export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined): Buffer {
+export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined): string {
   const data = eventDataJson === undefined ? '' : `,"eventData":${eventDataJson}`;
-  return Buffer.from(
-    `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${data}}}`,
-  );
+  return `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${data}}}`;
 }

@@ -9,9 +9,9 @@ import type { WebSocket } from 'ws';
 /** FIN + opcode 1 (text); a server's frames are never masked (RFC 6455, 5.1). */
 const FIN_TEXT = 0x81;
 
-/** The whole frame of a text message: header and `payload`, in one buffer. */
-export function textFrame(payload: Buffer): Buffer {
-  const length = payload.length;
+/** The whole frame of a text message: header and `text` as UTF-8, in one buffer (the text is encoded once, in place). */
+export function textFrame(text: string): Buffer {
+  const length = Buffer.byteLength(text);
   const headerLength = length < 126 ? 2 : length < 65536 ? 4 : 10;
   const frame = Buffer.allocUnsafe(headerLength + length);
   frame[0] = FIN_TEXT;
@@ -24,7 +24,7 @@ export function textFrame(payload: Buffer): Buffer {
     frame[1] = 127;
     frame.writeBigUInt64BE(BigInt(length), 2);
   }
-  payload.copy(frame, headerLength);
+  frame.write(text, headerLength);
   return frame;
 }
 

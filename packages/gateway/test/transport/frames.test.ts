@@ -10,15 +10,17 @@ import { textFrame } from '../../src/transport/frames.ts';
 const { Receiver } = ws as unknown as { Receiver: new (options: { isServer: boolean }) => Writable & EventEmitter };
 
 describe('textFrame', () => {
-  it('builds frames a WebSocket client reads back, at every length encoding (7-bit, 16-bit, 64-bit)', async () => {
+  it('builds frames a WebSocket client reads back, at every length encoding (7-bit, 16-bit, 64-bit), in UTF-8 bytes', async () => {
+    // Lengths in bytes, around each encoding's bounds; 'é' is two bytes, so the length is not the string's.
     for (const length of [0, 1, 125, 126, 65535, 65536, 200_000]) {
-      const payload = Buffer.alloc(length, 'a');
+      const text = 'é'.repeat(Math.floor(length / 2)) + 'a'.repeat(length % 2);
       const receiver = new Receiver({ isServer: false });
       const message = once(receiver, 'message');
-      receiver.write(textFrame(payload));
+      receiver.write(textFrame(text));
       const [data, isBinary] = (await message) as [Buffer, boolean];
       assert.equal(isBinary, false, `length ${length}`);
-      assert.ok(payload.equals(data), `length ${length}`);
+      assert.equal(data.length, length);
+      assert.equal(data.toString('utf8'), text, `length ${length}`);
     }
   });
 });
