@@ -43,10 +43,12 @@ const HOST_NAMES = new Set([
   'WebAssembly', 'SharedArrayBuffer', 'Atomics', '__dirname', '__filename',
 ]);
 
-type AnyNode = Node & Record<string, unknown>;
+export type AnyNode = Node & Record<string, unknown>;
 
-const isNode = (value: unknown): value is AnyNode =>
+export const isNode = (value: unknown): value is AnyNode =>
   typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
+
+export const FUNCTION_TYPES: ReadonlySet<string> = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
 
 const lineOf = (node: Node): number => node.loc?.start.line ?? 0;
 

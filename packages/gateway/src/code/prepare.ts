@@ -9,7 +9,7 @@ import { stripTypeScriptTypes } from 'node:module';
 import { parse, type Program } from 'acorn';
 import { ConfigError } from '../errors.ts';
 import type { PreparedCode, RunnerChoice } from './code-runner.ts';
-import { boundNames, leanReasons } from './lean.ts';
+import { boundNames, FUNCTION_TYPES, isNode, leanReasons, type AnyNode } from './lean.ts';
 import { withoutNeedlessAsync } from './sync-main.ts';
 
 /** An event's `canConnect` in the config: exactly one of `code` and `file`. */
@@ -36,7 +36,7 @@ export function prepareCode(event: string, config: CanConnectConfig): PreparedCo
   const field = `events.${event}.canConnect`;
   const source = stripTypes(field, loadText(field, config));
   const program = parseModule(field, source);
-  const { declaresMain, exportsMain } = findMain(program);
+  const { declaresMain, exportsMain, main } = findMain(program);
   if (!declaresMain && !exportsMain) throw new ConfigError(`${field}: the code must declare a top-level function main(g)`);
   const reasons = leanReasons(program);
   const runner = config.runner ?? 'auto';
@@ -44,7 +44,7 @@ export function prepareCode(event: string, config: CanConnectConfig): PreparedCo
     throw new ConfigError(`${field}: runner 'isolate' cannot run module code (import or export): use 'sandbox' or 'auto'`);
   }
   const lean = runner === 'auto' ? reasons.length === 0 : runner === 'isolate';
-  const runnable = withoutNeedlessAsync(program, source);
+  const runnable = withoutNeedlessAsync(program, source, main);
   const id = createHash('sha256').update(runnable).digest('hex');
   return { event, id, source: runnable, exportsMain, lean, reasons };
 }
@@ -92,15 +92,24 @@ function parseModule(field: string, source: string): Program {
   }
 }
 
-/** main may be declared (`function main`, `const main = ...`) and may be exported (`export function main`, `export { x as main }`). */
-function findMain(program: Program): { declaresMain: boolean; exportsMain: boolean } {
+/**
+ * main may be declared (`function main`, `const main = ...`) and may be exported (`export function main`,
+ * `export { x as main }`); `main` is its function when it is declared as one.
+ */
+function findMain(program: Program): { declaresMain: boolean; exportsMain: boolean; main: AnyNode | undefined } {
   let declaresMain = false;
   let exportsMain = false;
+  let main: AnyNode | undefined;
   const declares = (node: unknown): boolean => {
-    const statement = node as { type?: string; id?: unknown; declarations?: Array<{ id: unknown }> } | null;
-    if (statement?.type === 'FunctionDeclaration') return boundNames(statement.id).includes('main');
-    if (statement?.type === 'VariableDeclaration') return statement.declarations!.some((d) => boundNames(d.id).includes('main'));
-    return false;
+    if (!isNode(node)) return false;
+    if (node.type === 'FunctionDeclaration' && boundNames(node.id).includes('main')) {
+      main = node;
+      return true;
+    }
+    if (node.type !== 'VariableDeclaration') return false;
+    const declarator = (node.declarations as AnyNode[]).find((each) => boundNames(each.id).includes('main'));
+    if (isNode(declarator?.init) && FUNCTION_TYPES.has(declarator.init.type)) main = declarator.init;
+    return declarator !== undefined;
   };
   for (const statement of program.body) {
     if (declares(statement)) declaresMain = true;
@@ -110,5 +119,5 @@ function findMain(program: Program): { declaresMain: boolean; exportsMain: boole
       if ((exported.type === 'Identifier' ? exported.name : exported.value) === 'main') exportsMain = true;
     }
   }
-  return { declaresMain, exportsMain };
+  return { declaresMain, exportsMain, main };
 }

@@ -7,14 +7,8 @@
  * Done only when nothing could tell: main's own body has no `await` (nested functions may), and `main` is
  * named nowhere but in its declaration, so no caller expects the promise.
  */
-import type { Node, Program } from 'acorn';
-
-type AnyNode = Node & Record<string, unknown>;
-
-const isNode = (value: unknown): value is AnyNode =>
-  typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
-
-const FUNCTIONS = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
+import type { Program } from 'acorn';
+import { FUNCTION_TYPES, isNode, type AnyNode } from './lean.ts';
 
 function children(node: AnyNode): AnyNode[] {
   return Object.values(node).flatMap((child) => (Array.isArray(child) ? child : [child])).filter(isNode);
@@ -29,27 +23,14 @@ function namedCount(node: AnyNode, name: string): number {
 /** An await (or for await) in this function's own body, not in functions nested in it. */
 function awaits(node: AnyNode): boolean {
   if (node.type === 'AwaitExpression' || (node.type === 'ForOfStatement' && node.await === true)) return true;
-  return children(node).some((child) => !FUNCTIONS.has(child.type) && awaits(child));
+  return children(node).some((child) => !FUNCTION_TYPES.has(child.type) && awaits(child));
 }
 
-/** The function main is declared as at the top level (`function main`, `const main = ...`, exported or not). */
-function mainFunction(program: Program): AnyNode | undefined {
-  for (const top of program.body as unknown as AnyNode[]) {
-    const statement = top.type === 'ExportNamedDeclaration' && isNode(top.declaration) ? top.declaration : top;
-    const id = statement.id as AnyNode | undefined;
-    if (statement.type === 'FunctionDeclaration' && id?.name === 'main') return statement;
-    if (statement.type !== 'VariableDeclaration') continue;
-    for (const declarator of statement.declarations as AnyNode[]) {
-      const init = declarator.init;
-      if ((declarator.id as AnyNode).name === 'main' && isNode(init) && FUNCTIONS.has(init.type)) return init;
-    }
-  }
-  return undefined;
-}
-
-/** `source` with main's `async` blanked where that changes nothing anyone can see; otherwise `source` itself. */
-export function withoutNeedlessAsync(program: Program, source: string): string {
-  const main = mainFunction(program);
+/**
+ * `source` with the `async` of `main` (its function, as prepare.ts's findMain found it) blanked where that
+ * changes nothing anyone can see; otherwise `source` itself.
+ */
+export function withoutNeedlessAsync(program: Program, source: string, main: AnyNode | undefined): string {
   if (!main?.async || main.generator || awaits(main.body as AnyNode)) return source;
   if (namedCount(program as unknown as AnyNode, 'main') !== 1) return source;
   if (source.slice(main.start, main.start + 5) !== 'async') return source;
