@@ -10,10 +10,10 @@ export interface CanConnectRequest {
   auth: {
     apiUser: { name: string; groups: string[] };
     /** The person token's fields (its generator's `select`), when the connection has one. */
-    person?: Record<string, unknown>;
+    person?: Readonly<Record<string, unknown>>;
   };
   /** The REGISTER entry: `{ eventType, apiName, getEventData, select?, condition? }`. */
-  eventData: Record<string, unknown>;
+  eventData: object;
 }
 
 /**

@@ -96,9 +96,12 @@ class IsolateSlot {
   #entries = new Map<string, Promise<Entry>>();
   #closed = false;
   #bridged: { sys: SystemCalls; reference: ivm.Reference } | undefined;
+  /** How a call off the node's thread is made: its outcome copied out, under the full time limit. */
+  readonly #awaitOptions: { result: { promise: true; copy: true }; timeout: number };
 
   constructor(limits: RunnerLimits) {
     this.#limits = limits;
+    this.#awaitOptions = { result: { promise: true, copy: true }, timeout: limits.timeoutMs };
   }
 
   /**
@@ -111,7 +114,7 @@ class IsolateSlot {
     if ('canConnect' in loaded) return requests.map(() => loaded);
     const first = this.#trySync(loaded, requests);
     if (first === 'again') return this.#oneByOne(code, requests, sys);
-    return Promise.all(first.map((settled, index) => settled ?? this.#settle(loaded.wait.apply(undefined, [index], this.#awaitOptions()))));
+    return Promise.all(first.map((settled, index) => settled ?? this.#settle(loaded.wait.apply(undefined, [index], this.#awaitOptions))));
   }
 
   /** The fast path: start every call here and read what settled; undefined where main awaits g.sys. */
@@ -131,7 +134,7 @@ class IsolateSlot {
     for (const request of requests) {
       const loaded = await this.#load(code, sys);
       if ('canConnect' in loaded) verdicts.push(loaded);
-      else verdicts.push(await this.#settle(loaded.run.apply(undefined, [JSON.stringify(request)], this.#awaitOptions())));
+      else verdicts.push(await this.#settle(loaded.run.apply(undefined, [JSON.stringify(request)], this.#awaitOptions)));
     }
     return verdicts;
   }
@@ -151,10 +154,6 @@ class IsolateSlot {
       this.#entries.delete(code.id);
       return this.#failure(isolate, error, (text) => verdictOf({ kind: 'threw', text }));
     }
-  }
-
-  #awaitOptions() {
-    return { result: { promise: true, copy: true }, timeout: this.#limits.timeoutMs } as const;
   }
 
   /** The slow path, off the node's thread: a call awaiting g.sys, or run again with its full time. */

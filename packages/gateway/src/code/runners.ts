@@ -73,7 +73,9 @@ function dockerSandboxLater(limits: RunnerLimits, endpoint: DockerEndpoint): Cod
 
 /** `g.req` from what the transport knows of a REGISTER entry: plain values only, copied into the runner. */
 export function canConnectRequest(user: ApiUser, person: Person | undefined, entry: object): CanConnectRequest {
+  // No copies: every runner serialises the request (JSON into an isolate, IPC or a pipe to a worker), so the
+  // code cannot reach the node's own objects. The groups are a Set, which JSON would not carry.
   const auth: CanConnectRequest['auth'] = { apiUser: { name: user.name, groups: [...user.groups] } };
-  if (person) auth.person = { ...person.fields };
-  return { auth, eventData: { ...entry } };
+  if (person) auth.person = person.fields;
+  return { auth, eventData: entry };
 }
