@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import type { RunReport } from '@herald/loadgen/src/report.ts';
-import { start, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
+import { GATEWAY_NODE_ARGS, metric, start, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
 import type { Results } from './report.ts';
 
 export interface FailoverContext {
@@ -62,13 +62,11 @@ const NODES_KEY = 'gw:{nodes}';
 const clientsOf = (ctx: FailoverContext): number => ctx.clients ?? (ctx.quick ? 3000 : 18_000);
 const message = (error: unknown): string => (error as Error).message;
 
-async function metric(port: number, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  return Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
-}
+/** A figure the scenario waits on; NaN (never equal, never larger) while the node does not report it. */
+const count = async (port: number, name: string): Promise<number> => (await metric(port, name)) ?? NaN;
 
 async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
-  const proc = start(name, 'node', ['--no-node-snapshot', '--max-semi-space-size=16', GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
+  const proc = start(name, 'node', [...GATEWAY_NODE_ARGS, GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
   await waitFor(`${name} on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
   ctx.sampler.watch(name, proc.child.pid!);
   return proc;
@@ -122,9 +120,9 @@ function recordReturn(ctx: FailoverContext, scenario: 'restart' | 'kill', report
  * back to its key count with no client (epoch ms). Watching from before they leave keeps wsload's exit out of it.
  */
 async function watchLeave(port: number, db: Redis, idleKeys: number, clients: number, timeoutMs: number): Promise<[number, number]> {
-  await waitFor(`${clients} clients back on the node`, async () => (await metric(port, 'herald_subscriptions')) >= clients, timeoutMs);
+  await waitFor(`${clients} clients back on the node`, async () => (await count(port, 'herald_subscriptions')) >= clients, timeoutMs);
   return Promise.all([
-    waitFor('every socket closed', async () => (await metric(port, 'herald_connections')) === 0, timeoutMs, 50),
+    waitFor('every socket closed', async () => (await count(port, 'herald_connections')) === 0, timeoutMs, 50),
     waitFor('Redis back to no client', async () => (await db.dbsize()) <= idleKeys, timeoutMs, 50),
   ]);
 }
@@ -159,7 +157,7 @@ export async function restartScenario(ctx: FailoverContext): Promise<void> {
     const emitS = ctx.quick ? 5 : 20;
     const load = startClients(ctx, 'restart', `http://127.0.0.1:${port}`, clients, emitS);
     mine.push(load.proc);
-    await waitFor(`${clients} clients registered`, async () => (await metric(port, 'herald_subscriptions')) >= clients, 120_000);
+    await waitFor(`${clients} clients registered`, async () => (await count(port, 'herald_subscriptions')) >= clients, 120_000);
     // Drains (routes out of Redis, 1001 in batches of drain.batchSize) and exits; then the same node again.
     await stop(first, 'SIGTERM', 40_000);
     mine.push(await startGateway(ctx, 'gateway-restart', port, env));
@@ -200,7 +198,7 @@ async function startBalancer(ctx: FailoverContext, clients: number): Promise<Pro
 interface FleetNode { id: string; port: number; proc: Proc }
 
 async function busiest(nodes: FleetNode[]): Promise<FleetNode> {
-  const held = await Promise.all(nodes.map((node) => metric(node.port, 'herald_connections')));
+  const held = await Promise.all(nodes.map((node) => count(node.port, 'herald_connections')));
   return nodes[held.indexOf(Math.max(...held))]!;
 }
 
@@ -221,10 +219,10 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     // Each client named once, after every one is back.
     const load = startClients(ctx, 'kill', `http://127.0.0.1:${KILL.port}`, clients, (clients - 0.5) / EMIT_RATE);
     mine.push(load.proc);
-    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => metric(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
+    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
     await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000);
     const victim = await busiest(nodes);
-    const held = await metric(victim.port, 'herald_connections');
+    const held = await count(victim.port, 'herald_connections');
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');
     const swept = waitFor(`${victim.id} swept from Redis`, async () =>

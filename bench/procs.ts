@@ -43,6 +43,16 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
 }
 
+/** A gateway node's Node.js options, as its launch commands give them (main.ts's shebang, make run, the Dockerfile). */
+export const GATEWAY_NODE_ARGS = ['--no-node-snapshot', '--max-semi-space-size=16'] as const;
+
+/** One unlabelled Prometheus figure from a gateway's /metrics; undefined when it is not there. */
+export async function metric(port: number, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const value = new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1];
+  return value === undefined ? undefined : Number(value);
+}
+
 /** A redis-server that keeps nothing on disk, once it accepts connections. */
 export async function startRedis(name: string, port: number, logFile: string): Promise<Proc> {
   const proc = start(name, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, logFile);

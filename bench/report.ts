@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
-import type { Sample } from './procs.ts';
+import { GATEWAY_NODE_ARGS, type Sample } from './procs.ts';
 
 export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number }
 export interface Results {
@@ -92,7 +92,7 @@ the same URL and tokens, the same REGISTER. Once every dropped client is back, t
 1,000 a second, and the clients count what arrives (\`wsload notify --await-return\`, bench/failover.ts).
 
 - **restart** (${clients('restart')} clients on one node): SIGTERM (the node takes its routes out of Redis, then closes its
-  sockets with 1001, 256 every 100 ms), then the same node again on the same port; ${r.quick ? 5 : 20} s of emits; then every
+  sockets with 1001 in batches, \`drain\` in docs/configuration.md), then the same node again on the same port; ${r.quick ? 5 : 20} s of emits; then every
   client leaves at once (a TCP reset each), timed from that moment to \`herald_connections\` 0 and to Redis back to its key count with no client.
 - **kill -9** (${clients('kill')} clients on three nodes behind HAProxy): the node holding the most is killed; swept is timed
   from the kill to its \`gw:node:{id}:routes\` and its \`gw:{nodes}\` entry gone; each client is then named once. The emits
@@ -196,7 +196,7 @@ ${memoryTable(r)}
 
 ## What runs
 
-- **gateway**: \`node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
+- **gateway**: \`node ${GATEWAY_NODE_ARGS.join(' ')} packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
 - **Socket.IO**: \`bench/peers/socketio.ts\`, Socket.IO + \`@socket.io/redis-adapter\`, WebSocket transport only; \`register\`
   joins a room per recipientId; \`POST /emit\` does \`io.to(room).emit\` (or \`io.emit\`).
 - **bare ws**: \`bench/peers/bare-ws.ts\`, \`ws\` + ioredis, a Map by recipientId; \`POST /emit\` publishes on one Redis

@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
-import { sleep, start, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
+import { GATEWAY_NODE_ARGS, metric, sleep, start, startRedis, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
 import { writeReport, type Level, type Results } from './report.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -84,21 +84,18 @@ async function runLoad(t: Target, args: string[], timeoutS: number): Promise<Rec
 
 async function serverStats(t: Target): Promise<{ clients: number; heapUsed: number | undefined }> {
   if (t.name !== 'gateway') return (await (await fetch(`http://127.0.0.1:${t.port}/stats`)).json()) as { clients: number; heapUsed: number };
-  const text = await (await fetch(`http://127.0.0.1:${t.port}/metrics`)).text();
-  const metric = (name: string): number | undefined => { const m = new RegExp(`^${name} (\\S+)`, 'm').exec(text); return m ? Number(m[1]) : undefined; };
-  return { clients: metric('herald_subscriptions') ?? NaN, heapUsed: metric('herald_nodejs_heap_size_used_bytes') };
+  const [clients, heapUsed] = await Promise.all([metric(t.port, 'herald_subscriptions'), metric(t.port, 'herald_nodejs_heap_size_used_bytes')]);
+  return { clients: clients ?? NaN, heapUsed };
 }
 
 async function startTarget(t: Target): Promise<void> {
-  const redisProc = start('redis', 'redis-server', ['--port', String(t.redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {}, `${RUN_DIR}/redis-${t.name}.log`);
-  // Connect only once it listens: an ioredis client that met ECONNREFUSED first would retry in the background.
-  await waitFor('redis', () => redisProc.stdout.includes('Ready to accept'), 10_000);
+  const redisProc = await startRedis('redis', t.redisPort, `${RUN_DIR}/redis-${t.name}.log`);
   redis = new Redis(t.redisPort, '127.0.0.1', { maxRetriesPerRequest: 1 });
   sampler.watch(`redis(${t.name})`, redisProc.child.pid!);
   const env = { PORT: String(t.port), REDIS_URL: `redis://127.0.0.1:${t.redisPort}`, LOG_LEVEL: 'warn' };
   const gc = ['--expose-gc', '--import', `${ROOT}bench/gc-preload.ts`];
   const script = t.name === 'gateway'
-    ? [...gc, '--no-node-snapshot', '--max-semi-space-size=16', `${ROOT}packages/gateway/src/main.ts`]
+    ? [...gc, ...GATEWAY_NODE_ARGS, `${ROOT}packages/gateway/src/main.ts`]
     : [...gc, `${ROOT}bench/peers/${t.name === 'bare' ? 'bare-ws' : 'socketio'}.ts`];
   t.server = start(t.name, 'node', script, env, `${RUN_DIR}/${t.name}.log`);
   const ready = t.name === 'gateway' ? '/readyz' : '/stats';
