@@ -46,12 +46,6 @@ const CONNECT_RATE = 2000;
  * of a core while the node, at 20%, waited for REGISTERs (all back in 35 s). Several processes share the storm.
  */
 const CLIENTS_PER_WORKER = 6000;
-/**
- * Each client connects twice from its source address (before the drop, and back), and a bind to an address whose
- * ports are still held or in TIME_WAIT searches long for a free one: 925 µs of system time per connect on the
- * second round of 5,000 from one address, 49 µs on the first (measured here). Fewer clients per address.
- */
-const CLIENTS_PER_ADDRESS = 1000;
 const EMIT_RATE = 1000;
 /** How long wsload waits for the dropped clients to be back before it emits anyway (and counts them missing). */
 const AWAIT_RETURN_S = 120;
@@ -82,8 +76,7 @@ interface Clients {
 function startClients(ctx: FailoverContext, name: string, http: string, clients: number, emitS: number): Clients {
   const json = `${ctx.runDir}/${name}-${Date.now()}.json`;
   const args = ['notify', http, '--clients', String(clients), '--connect-rate', String(CONNECT_RATE), '--await-return', String(AWAIT_RETURN_S),
-    '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--per-worker', String(CLIENTS_PER_WORKER),
-    '--per-address', String(CLIENTS_PER_ADDRESS), '--quiet', '--json', json];
+    '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--per-worker', String(CLIENTS_PER_WORKER), '--quiet', '--json', json];
   ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.slice(0, -2).join(' ')}`);
   const proc = start(`wsload-${name}`, 'node', [WSLOAD, ...args], {}, `${ctx.runDir}/wsload-${name}.log`);
   ctx.sampler.watch('wsload', proc.child.pid!);

@@ -82,3 +82,11 @@ test('options: --await-return implies --reconnect with the SDK bounds (1 to 5 s)
   assert.equal((parseCommand(['fill', 'ws://127.0.0.1:1', '--clients', '1']) as { reconnect: unknown }).reconnect, undefined);
   assert.throws(() => parseCommand(['fill', 'ws://127.0.0.1:1', '--clients', '1', '--reconnect', '--reconnect-min', '3', '--reconnect-max', '2']), UsageError);
 });
+
+test('clients that reconnect share a source address 1,000 at a time by default, the others 5,000; --per-address wins', () => {
+  const perAddress = (...args: string[]): number => (parseCommand(['fill', 'ws://127.0.0.1:1', '--clients', '18000', ...args]) as { perAddress: number }).perAddress;
+  assert.equal(perAddress(), 5000);
+  assert.equal(perAddress('--reconnect'), 1000);
+  assert.equal(perAddress('--reconnect', '--per-address', '2000'), 2000);
+  assert.equal((parseCommand(['notify', 'http://127.0.0.1:1', '--clients', '18000', '--await-return', '30']) as { perAddress: number }).perAddress, 1000);
+});
