@@ -65,27 +65,33 @@ export function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 }
 
-/** utime + stime in clock ticks (fields 14 and 15; counted after the ")" that ends the command name). */
+/**
+ * CPU time in clock ticks: utime + stime, and cutime + cstime (its children that have exited and been waited for;
+ * fields 14-17, counted after the ")" that ends the command name), so it only grows as children come and go.
+ */
 export function cpuTicks(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
 }
 
-/** The process and its children (wsload's worker processes, the node's sandbox workers): what it costs in all. */
-function family(pid: number): number[] {
+/**
+ * A process with its live children (wsload's worker processes, the node's sandbox workers): what it costs in
+ * all. Throws when the process itself has exited; a child that exits meanwhile counts 0.
+ */
+function familyUsage(pid: number): { ticks: number; rssKb: number } {
   let children: number[] = [];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch { /* no such file: it exited */ }
-  return [pid, ...children];
-}
-
-/** Sum over the family of what `read` gives for each live member; a member that exits meanwhile counts 0. */
-function summed(pid: number, read: (pid: number) => number): number {
-  return family(pid).reduce((sum, member) => {
-    try { return sum + read(member); } catch { return sum; }
-  }, 0);
+  } catch { /* it exited: the reads below say so */ }
+  const usage = { ticks: cpuTicks(pid), rssKb: rssKb(pid) };
+  for (const child of children) {
+    try {
+      usage.ticks += cpuTicks(child);
+      usage.rssKb += rssKb(child);
+    } catch { /* exited meanwhile */ }
+  }
+  return usage;
 }
 
 export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, { rssKb: number; cpuPct: number }> }
@@ -103,7 +109,7 @@ export class Sampler {
     this.timer = setInterval(() => void this.sample(), 1000);
   }
 
-  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: summed(pid, cpuTicks), at: performance.now() }); }
+  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: familyUsage(pid).ticks, at: performance.now() }); }
   unwatch(name: string): void { this.watched.delete(name); }
   close(): void { clearInterval(this.timer); }
 
@@ -111,12 +117,9 @@ export class Sampler {
     const sample: Sample = { t: Date.now(), phase: this.phase, procs: {} };
     for (const [name, w] of this.watched) {
       try {
-        cpuTicks(w.pid); // throws once the watched process itself has exited
-        const ticks = summed(w.pid, cpuTicks);
+        const { ticks, rssKb: rss } = familyUsage(w.pid);
         const at = performance.now();
-        // A child that exited takes its ticks with it: never a negative share.
-        const cpuPct = Math.max(0, Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10);
-        sample.procs[name] = { rssKb: summed(w.pid, rssKb), cpuPct };
+        sample.procs[name] = { rssKb: rss, cpuPct: Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10 };
         Object.assign(w, { ticks, at });
       } catch { this.watched.delete(name); } // it exited
     }
