@@ -10,24 +10,27 @@ import { reconnectFigures } from '../src/reconnect.ts';
 import { emptySnapshot, mergeSnapshots, type PoolSnapshot } from '../src/snapshot.ts';
 import { Timeline } from '../src/timeline.ts';
 
-/** A worker's snapshot: clients ready at `readyAt`, then each [dropped at, back at] (epoch ms). */
-function worker(readyAt: number, clients: number, episodes: Array<[number, number]>): PoolSnapshot {
+/** A worker's snapshot: clients ready at `readyAt`, then each [dropped at, back at, or never] (epoch ms). */
+function worker(readyAt: number, clients: number, episodes: Array<[number, number?]>): PoolSnapshot {
   const level = new Timeline();
   const away = new Histogram();
   for (let i = 0; i < clients; i++) level.record(readyAt, 'joined');
+  const returns: number[] = [];
   for (const [droppedAt, backAt] of episodes) {
     level.record(droppedAt, 'dropped');
+    if (backAt === undefined) continue;
     level.record(backAt, 'back');
     away.record(backAt - droppedAt);
+    returns.push(backAt);
   }
   return {
     ...emptySnapshot(),
     ready: clients,
     dropped: episodes.length,
-    back: episodes.length,
+    back: returns.length,
     away: away.toData(),
     firstDropAt: Math.min(...episodes.map(([droppedAt]) => droppedAt)),
-    lastBackAt: Math.max(...episodes.map(([, backAt]) => backAt)),
+    lastBackAt: Math.max(0, ...returns),
     level: level.toData(),
     retryFailures: { 'HTTP 503': episodes.length },
   };
@@ -66,9 +69,10 @@ test('a client dropped and back within the 100 ms of the first drop is not count
 
 test('while a client is away there is no all-back time; with no drop, no series', () => {
   const t = 1_700_000_000_000;
-  const stillAway = { ...worker(t, 2, [[t + 100, t + 900]]), dropped: 2 };
-  assert.equal(reconnectFigures(mergeSnapshots([stillAway])).allBackS, null);
-  assert.equal(reconnectFigures(mergeSnapshots([stillAway])).away, 1);
+  const stillAway = reconnectFigures(mergeSnapshots([worker(t, 2, [[t + 100, t + 900], [t + 150]])]));
+  assert.equal(stillAway.allBackS, null);
+  assert.equal(stillAway.away, 1);
+  assert.deepEqual([stillAway.series[0], stillAway.series.at(-1)], [[0, 2], [0.9, 1]]);
   assert.deepEqual(reconnectFigures(emptySnapshot()), { dropped: 0, back: 0, away: 0, allBackS: null, series: [] });
 });
 
