@@ -19,6 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { keyspace } from '../packages/gateway/src/broker/redis/keys.ts';
 import type { RunReport } from '@herald/loadgen/src/report.ts';
 import { GATEWAY_NODE_ARGS, metric, start, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
 import type { Results } from './report.ts';
@@ -49,9 +50,8 @@ const CLIENTS_PER_WORKER = 6000;
 const EMIT_RATE = 1000;
 /** How long wsload waits for the dropped clients to be back before it emits anyway (and counts them missing). */
 const AWAIT_RETURN_S = 120;
-// The Redis keys of a node (packages/gateway/src/broker/redis/keys.ts, default prefix `gw`).
-const nodeRoutesKey = (nodeId: string): string => `gw:node:{${nodeId}}:routes`;
-const NODES_KEY = 'gw:{nodes}';
+/** The Redis keys of the fleet, under the prefix a node uses (`gw`). */
+const KEYS = keyspace('gw');
 
 const clientsOf = (ctx: FailoverContext): number => ctx.clients ?? (ctx.quick ? 3000 : 18_000);
 const message = (error: unknown): string => (error as Error).message;
@@ -219,7 +219,7 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');
     const swept = waitFor(`${victim.id} swept from Redis`, async () =>
-      (await db.exists(nodeRoutesKey(victim.id))) === 0 && (await db.zscore(NODES_KEY, victim.id)) === null, 60_000, 50);
+      (await db.exists(KEYS.nodeBuckets(victim.id))) === 0 && (await db.zscore(KEYS.nodes, victim.id)) === null, 60_000, 50);
     const [sweptAt, report] = await Promise.all([swept, load.done]);
     recordReturn(ctx, 'kill', report);
     ctx.record('kill_held', held);

@@ -95,7 +95,7 @@ the same URL and tokens, the same REGISTER. Once every dropped client is back, t
   sockets with 1001 in batches, \`drain\` in docs/configuration.md), then the same node again on the same port; ${r.quick ? 5 : 20} s of emits; then every
   client leaves at once (a TCP reset each), timed from that moment to \`herald_connections\` 0 and to Redis back to its key count with no client.
 - **kill -9** (${clients('kill')} clients on three nodes behind HAProxy): the node holding the most is killed; swept is timed
-  from the kill to its \`gw:node:{id}:routes\` and its \`gw:{nodes}\` entry gone; each client is then named once. The emits
+  from the kill to its \`gw:node:{id}:buckets\` and its \`gw:{nodes}\` entry gone; each client is then named once. The emits
   start as soon as every client is back, which may be before the sweep (routes then still name the dead node too).
 
 | | restart | kill -9 |

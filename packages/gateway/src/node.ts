@@ -13,7 +13,7 @@ import { JwtAuthenticator } from './auth/jwt.ts';
 import type { Broker } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
 import { RedisBroker } from './broker/redis/broker.ts';
-import type { Config } from './config/schema.ts';
+import { nodeIdSchema, type Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
 import { CanConnectGate } from './code/gate.ts';
@@ -22,6 +22,7 @@ import { CodeRunners } from './code/runners.ts';
 import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
 import { TableCatalogue } from './events/tables.ts';
+import { ConfigError } from './errors.ts';
 import { installErrorHandling } from './http/envelope.ts';
 import { healthRoutes } from './http/health.ts';
 import { systemApi } from './http/system-api.ts';
@@ -54,14 +55,14 @@ export class Gateway {
   readonly #runners: CodeRunners;
   #ready = false;
 
-  private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps) {
+  private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string) {
     this.config = config;
     this.#dataSources = dataSources;
     this.metrics = createMetrics();
     // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
     const logController = new LogController({ disableRequestLogging: true });
     this.#app = Fastify({ logger: deps.logger ?? false, logController });
-    const broker = deps.broker ?? this.#brokerFor(deps.nodeId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`);
+    const broker = deps.broker ?? this.#brokerFor(nodeId);
     this.broker = broker;
     const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
@@ -115,9 +116,11 @@ export class Gateway {
     });
   }
 
+  /** A bad node id stops the node before it opens its data sources. */
   static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
+    const nodeId = nodeIdOf(deps.nodeId);
     const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
-    return new Gateway(config, dataSources, deps);
+    return new Gateway(config, dataSources, deps, nodeId);
   }
 
   #brokerFor(nodeId: string): Broker {
@@ -130,6 +133,7 @@ export class Gateway {
       nodeId,
       leaseMs: redis.leaseMs,
       sweepIntervalMs: redis.sweepIntervalMs,
+      routeBuckets: redis.routeBuckets,
       observer: {
         resynced(routes) {
           metrics.resyncs.inc();
@@ -184,4 +188,13 @@ export class Gateway {
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
   }
+}
+
+/** HERALD_NODE_ID, or a new id; checked like a config field, since the fleet's registry in Redis relies on it. */
+function nodeIdOf(given: string | undefined): string {
+  const id = given ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const checked = nodeIdSchema.safeParse(id);
+  if (checked.success) return id;
+  const problems = checked.error.issues.map((issue) => issue.message).join('; ');
+  throw new ConfigError(`invalid configuration:\n  HERALD_NODE_ID: ${problems}, got ${JSON.stringify(id)}`);
 }

@@ -6,6 +6,7 @@ import { after, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { DEFAULT_CONFIG_FILE, loadConfigFile, type ConfigOverrides } from '../src/config/load.ts';
 import { ConfigError } from '../src/errors.ts';
+import { Gateway } from '../src/node.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'herald-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -78,6 +79,25 @@ describe('config', () => {
     const outOfRange = shipped();
     outOfRange.server.port = 70000;
     refuses(outOfRange, ['server.port']);
+  });
+
+  it('defaults redis.routeBuckets to 4096, and refuses a count below 1', () => {
+    const raw = shipped();
+    raw.redis = { url: 'redis://127.0.0.1:6379' };
+    assert.equal(loadConfigFile(writeConfig(raw)).redis?.routeBuckets, 4096);
+    raw.redis.routeBuckets = 0;
+    refuses(raw, ['redis.routeBuckets']);
+  });
+
+  it('refuses a node id (HERALD_NODE_ID) holding the "," that Redis joins node ids with, or an empty one', async () => {
+    const config = loadConfigFile(DEFAULT_CONFIG_FILE);
+    for (const nodeId of ['node,1', '']) {
+      await assert.rejects(Gateway.create(config, { nodeId, dataSources: new Map() }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+        assert.match(error.message, /HERALD_NODE_ID: .*, got "/);
+        return true;
+      });
+    }
   });
 
   it('refuses unknown keys, naming them', () => {

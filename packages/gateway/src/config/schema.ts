@@ -3,6 +3,7 @@
  * Validated once at start-up (load.ts), then frozen.
  */
 import { z } from 'zod';
+import { NODE_ID_SEPARATOR } from '../broker/redis/keys.ts';
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
 
@@ -155,6 +156,13 @@ const redis = z
     leaseMs: z.number().int().min(1000).default(10_000),
     /** How often each node looks for dead nodes to sweep (one ZRANGEBYSCORE). Default 2 s. */
     sweepIntervalMs: z.number().int().min(100).default(2000),
+    /**
+     * Hashes the fleet's routes are spread over; the same on every node (recorded in Redis: a node with another
+     * count refuses to start). Default 4096: an 18k-route node costs ~60 bytes of Redis per route, and up to
+     * ~1.5M routes every hash stays within Redis's hash-max-listpack-entries (default 512), the compact
+     * encoding. Past ~300 routes per hash, raise it (to routes / 250). See docs/configuration.md.
+     */
+    routeBuckets: z.number().int().min(1).max(1 << 20).default(4096),
   })
   .strict()
   .refine((r) => (r.url === undefined) !== (r.cluster === undefined), {
@@ -185,6 +193,15 @@ const admission = z
     holdMs: z.number().int().min(0).default(1000),
   })
   .strict();
+
+/**
+ * A node's id in the fleet: HERALD_NODE_ID, or generated (node.ts). Not a field of the file, but checked like
+ * one: the Redis broker joins the ids of a route's nodes with NODE_ID_SEPARATOR, so no id may contain it.
+ */
+export const nodeIdSchema = z
+  .string()
+  .min(1)
+  .refine((id) => !id.includes(NODE_ID_SEPARATOR), `must not contain "${NODE_ID_SEPARATOR}" (Redis joins node ids with it)`);
 
 export const configSchema = z
   .object({

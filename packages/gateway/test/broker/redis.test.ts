@@ -1,11 +1,14 @@
-/** What only the Redis broker does: hash-tag spread, sweeping dead nodes, and surviving Redis losing its data. */
+/**
+ * What only the Redis broker does: hash-tag spread, sweeping dead nodes, surviving Redis losing its data, and
+ * one route bucket count per fleet.
+ */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { BrokerObserver, DeliveryHandler } from '../../src/broker/broker.ts';
 import { RedisBroker, type RedisBrokerOptions } from '../../src/broker/redis/broker.ts';
-import { keyspace } from '../../src/broker/redis/keys.ts';
-import { GatewayError } from '../../src/errors.ts';
+import { bucketOf, keyspace } from '../../src/broker/redis/keys.ts';
+import { ConfigError, GatewayError } from '../../src/errors.ts';
 import { routeOf } from '../../src/events/routing.ts';
 import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
 import { startRedis, startRedisCluster, type RedisServer } from '../support/redis.ts';
@@ -25,7 +28,15 @@ function watcher() {
 }
 
 type Options = Partial<RedisBrokerOptions> & Pick<RedisBrokerOptions, 'target' | 'nodeId' | 'observer'>;
-const broker = (options: Options) => new RedisBroker({ leaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', ...options });
+/** Prefix `gw` and 4096 buckets, as a node with the default config has (one test below starts such a node). */
+const broker = (options: Options) =>
+  new RedisBroker({ leaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', routeBuckets: 4096, ...options });
+
+/** Calls of each command since the server started (INFO commandstats). */
+async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
+  const stats = await redis.cli('info', 'commandstats');
+  return new Map([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, command, calls]) => [command as string, Number(calls)]));
+}
 
 /** Resolves with the next delivery to a handler. */
 function inbox(): { handler: DeliveryHandler; next: () => Promise<Record<string, unknown>> } {
@@ -50,23 +61,63 @@ describe('on one redis-server', () => {
   });
   after(() => redis.stop());
 
-  test('a dead node (lease expired) is swept by a survivor: its routes, shapes and lease entry', async () => {
-    const keys = keyspace('gw');
-    const route = routeOf('order-updates', { recipientId: 'dead-1' });
-    await redis.cli('zadd', keys.nodes, String(Date.now() - 60_000), 'dead-node');
-    await redis.cli('sadd', keys.nodeRoutes('dead-node'), route.key);
-    await redis.cli('sadd', keys.route(route.key), 'dead-node');
-    await redis.cli('sadd', keys.shapes('order-updates'), 'recipientId');
-    await redis.cli('sadd', keys.shapeNodes('order-updates', 'recipientId'), 'dead-node');
+  test('a dead node (lease expired) is swept by a survivor: only its id leaves the buckets it shared', async () => {
+    // One bucket: the dead node's routes share it with a route of the survivor and with other nodes.
+    const keys = keyspace('swept');
+    const [shared, alone, middle] = ['shared', 'alone', 'middle'].map((recipientId) => routeOf('order-updates', { recipientId }));
     const { observer, next } = watcher();
-    const survivor = broker({ target: { url: redis.url }, nodeId: 'survivor', observer });
-    const swept = next('swept');
+    const survivor = broker({ target: { url: redis.url }, nodeId: 'survivor', observer, keyPrefix: 'swept', routeBuckets: 1 });
     await survivor.start(() => {});
+    await survivor.addRoute(shared!);
+    const bucket = keys.routeBucket(0);
+    assert.equal(await redis.cli('hget', bucket, shared!.key), 'survivor');
+    await redis.cli('hset', bucket, shared!.key, 'survivor,dead-node', alone!.key, 'dead-node', middle!.key, 'node-x,dead-node,node-y');
+    await redis.cli('setbit', keys.nodeBuckets('dead-node'), '0', '1');
+    await redis.cli('sadd', keys.shapeNodes('order-updates', 'recipientId'), 'dead-node');
+    const swept = next('swept');
+    await redis.cli('zadd', keys.nodes, String(Date.now() - 60_000), 'dead-node');
     await swept;
-    assert.equal(await redis.cli('exists', keys.route(route.key), keys.nodeRoutes('dead-node'), keys.shapes('order-updates')), '0');
+    assert.equal(await redis.cli('hget', bucket, shared!.key), 'survivor');
+    assert.equal(await redis.cli('hexists', bucket, alone!.key), '0');
+    assert.equal(await redis.cli('hget', bucket, middle!.key), 'node-x,node-y');
+    assert.equal(await redis.cli('exists', keys.nodeBuckets('dead-node')), '0');
     assert.equal(await redis.cli('zscore', keys.nodes, 'dead-node'), '');
-    assert.equal(await survivor.publish('order-updates', { recipientId: 'dead-1' }), 0);
+    assert.equal(await redis.cli('smembers', keys.shapeNodes('order-updates', 'recipientId')), 'survivor');
+    assert.equal(await survivor.publish('order-updates', { recipientId: 'alone' }), 0);
+    assert.equal(await survivor.publish('order-updates', { recipientId: 'shared' }), 1);
     await survivor.close();
+  });
+
+  test('a node whose routeBuckets differs from the fleet\'s refuses to start, naming the setting', async () => {
+    const node = (nodeId: string, routeBuckets: number) =>
+      broker({ target: { url: redis.url }, nodeId, observer: watcher().observer, keyPrefix: 'mismatch', routeBuckets });
+    const first = node('first', 64);
+    await first.start(() => {});
+    const other = node('other', 128);
+    await assert.rejects(other.start(() => {}), (error: unknown) => {
+      assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+      assert.match(error.message, /redis\.routeBuckets: this node has 128, but the fleet on this Redis uses 64/);
+      return true;
+    });
+    const same = node('same', 64);
+    await same.start(() => {});
+    await Promise.all([first.close(), other.close(), same.close()]);
+  });
+
+  test('a route held by two nodes keeps the other when one leaves, in the same bucket field', async () => {
+    const keys = keyspace('gw');
+    const route = routeOf('order-updates', { recipientId: 'both' });
+    const [one, two] = ['one', 'two'].map((nodeId) => broker({ target: { url: redis.url }, nodeId, observer: watcher().observer }));
+    await Promise.all([one!.start(() => {}), two!.start(() => {})]);
+    await one!.addRoute(route);
+    await two!.addRoute(route);
+    const bucket = keys.routeBucket(bucketOf(route.key, 4096));
+    assert.equal(await redis.cli('hget', bucket, route.key), 'one,two');
+    await one!.removeRoute(route);
+    assert.equal(await redis.cli('hget', bucket, route.key), 'two');
+    await two!.close();
+    assert.equal(await redis.cli('hexists', bucket, route.key), '0');
+    await one!.close();
   });
 
   test('after FLUSHALL every node writes its routes back, and emits reach it again', async () => {
@@ -120,21 +171,29 @@ describe('on one redis-server', () => {
       raw.redis = { url: redis.url };
     });
     const token = await apiToken(node);
-    const writes = async () => {
-      const stats = await redis.cli('info', 'commandstats');
-      return ['sadd', 'srem'].map((command) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0));
+    /** Commands sent since `before`, by name (INFO itself left out); EVAL is the script's first run after a restart. */
+    const sentSince = async (before: Map<string, number>) => {
+      const sent = new Map<string, number>();
+      for (const [command, calls] of await commandCalls(redis)) {
+        const name = command === 'eval' ? 'evalsha' : command;
+        const delta = calls - (before.get(command) ?? 0);
+        if (delta > 0 && command !== 'info') sent.set(name, (sent.get(name) ?? 0) + delta);
+      }
+      return sent;
     };
-    const before = await writes();
+    let before = await commandCalls(redis);
     const clients = await Promise.all(Array.from({ length: 50 }, () => TestSocket.connect(node, token)));
     await Promise.all(clients.map((client) => client.register(onEvent('announcements', { region: 'EU' }))));
-    const [sadds] = await writes();
-    // One route: its node set, the node's route set, the shape's node set and the event's shape set.
-    assert.equal((sadds as number) - (before[0] as number), 4);
+    const added = await sentSince(before);
+    // One route: one script on its bucket, the node's bit for that bucket, the shape's node set and the event's shape set.
+    assert.equal(added.get('evalsha'), 1);
+    assert.equal(added.get('setbit'), 1);
+    assert.equal(added.get('sadd'), 2);
+    before = await commandCalls(redis);
     await Promise.all(clients.map((client) => client.close()));
     await node.close();
-    const [, srems] = await writes();
-    const removed = (srems as number) - (before[1] as number);
-    assert.ok(removed >= 3 && removed <= 4, `the last one to leave removes it, once: ${removed} SREMs`);
+    // The last one to leave removes it, once (a remove script, or the node's strip of the bucket as it drains).
+    assert.equal((await sentSince(before)).get('evalsha'), 1);
   });
 
   test('a node restarted under the same id clears the routes its previous life left', async () => {
@@ -151,15 +210,29 @@ describe('on one redis-server', () => {
     await first.close();
   });
 
-  test('a drained node leaves nothing behind', async () => {
+  test('a node whose routes all left keeps no bucket key and no bitmap', async () => {
+    const prefix = `left${randomBytes(3).toString('hex')}`;
+    const node = broker({ target: { url: redis.url }, nodeId: 'emptied', observer: watcher().observer, keyPrefix: prefix });
+    await node.start(() => {});
+    const routes = Array.from({ length: 20 }, (_, i) => routeOf('order-updates', { recipientId: String(i) }));
+    for (const route of routes) await node.addRoute(route);
+    for (const route of routes) await node.removeRoute(route);
+    const keys = keyspace(prefix);
+    assert.deepEqual((await redis.cli('keys', `${prefix}:*`)).split('\n').sort(), [keys.routeBuckets, keys.nodes].sort());
+    await node.close();
+  });
+
+  test('a drained node leaves nothing behind but the fleet\'s bucket count', async () => {
     const prefix = `drain${randomBytes(3).toString('hex')}`;
     const node = broker({ target: { url: redis.url }, nodeId: 'drained', observer: watcher().observer, keyPrefix: prefix });
     await node.start(() => {});
     for (let i = 0; i < 20; i++) await node.addRoute(routeOf('order-updates', { recipientId: String(i) }));
     await node.addRoute(routeOf('announcements', undefined));
-    assert.ok(Number(await redis.cli('eval', `return #redis.call('keys', '${prefix}:*')`, '0')) > 20);
+    const keysOf = async () => (await redis.cli('keys', `${prefix}:*`)).split('\n').filter((key) => key !== '');
+    assert.ok((await keysOf()).length > 20);
     await node.close();
-    assert.equal(await redis.cli('eval', `return #redis.call('keys', '${prefix}:*')`, '0'), '0');
+    // But the fleet's bucket count, which outlives its nodes.
+    assert.deepEqual(await keysOf(), [keyspace(prefix).routeBuckets]);
   });
 });
 
@@ -169,7 +242,7 @@ test('on a Redis Cluster, route keys spread over every master', async () => {
   await node.start(() => {});
   await Promise.all(Array.from({ length: 300 }, (_, i) => node.addRoute(routeOf('order-updates', { recipientId: String(i) }))));
   const perMaster = await Promise.all(cluster.servers.map(async (server) => Number(await server.cli('dbsize'))));
-  // 300 route sets over 3 masters: each holds a fair share (well above zero, well below all).
+  // 300 routes in ~290 of 4096 bucket hashes, over 3 masters: each holds a fair share (well above zero, well below all).
   for (const keys of perMaster) assert.ok(keys > 60 && keys < 200, `keys per master: ${perMaster}`);
   await node.close();
   await cluster.stop();

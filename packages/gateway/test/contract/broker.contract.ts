@@ -163,6 +163,17 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       assert.equal(inbox(c).of('orders').length, 1);
     });
 
+    it('close() of one node leaves the route to the other nodes holding it', async () => {
+      const route = routeOf('orders', { recipientId: 7 });
+      await a.addRoute(route);
+      await c.addRoute(route);
+      await a.close();
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 1);
+      await inbox(c).until('orders', 1);
+      await c.removeRoute(route);
+      assert.equal(await b.publish('orders', { recipientId: 7 }), 0);
+    });
+
     it('a multi-field route matches only when every field matches', async () => {
       await a.addRoute(routeOf('orders', { recipientId: 7, country: 'India' }));
       assert.equal(await b.publish('orders', { recipientId: 7 }), 0);

@@ -9,12 +9,15 @@ import { brokerContract } from './broker.contract.ts';
 
 const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {} };
 
-/** Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. */
+/**
+ * Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. Two route buckets:
+ * every test's routes share hashes, so each write must leave the other routes and nodes of its bucket alone.
+ */
 function fleetOn(target: () => RedisTarget) {
   return async () => {
     const keyPrefix = `t${randomBytes(4).toString('hex')}`;
     const make = (nodeId: string) =>
-      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix });
+      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2 });
     const brokers = [make('node-a'), make('node-b'), make('node-c')] as const;
     return {
       brokers: [...brokers] as [RedisBroker, RedisBroker, RedisBroker],

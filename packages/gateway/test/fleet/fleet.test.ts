@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { HeraldClient, type Notification } from '@herald/client';
+import { keyspace } from '../../src/broker/redis/keys.ts';
 import { apiToken, emit, personToken, type HttpTarget } from '../support/gateway.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 import { nodeMetric, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
@@ -167,14 +168,16 @@ test('kill -9 of a node: its routes are swept, its clients come back registered,
   const held = await nodeMetric(victim, 'herald_connections');
   let dropped = 0;
   for (const person of people) person.client.on('disconnected', () => void dropped++);
+  const keys = keyspace('gw');
+  assert.equal(await redis.cli('exists', keys.nodeBuckets(victim.id)), '1', 'the victim holds routes');
   const killedAt = Date.now();
   victim.child.kill('SIGKILL');
   await victim.exited;
   await until(async () => dropped >= held, "the victim's clients to notice", 7000);
   await until(async () => people.every((person) => person.client.state === 'open'), 'every client to be back', 7000);
   const backAfter = Date.now() - killedAt;
-  await until(async () => (await redis.cli('exists', `gw:node:{${victim.id}}:routes`)) === '0', 'the dead node to be swept', 15_000);
-  assert.equal(await redis.cli('zscore', 'gw:{nodes}', victim.id), '');
+  await until(async () => (await redis.cli('exists', keys.nodeBuckets(victim.id))) === '0', 'the dead node to be swept', 15_000);
+  assert.equal(await redis.cli('zscore', keys.nodes, victim.id), '');
   // Swept: an emit for any of its former clients goes to the one node that holds them now, not to its channel.
   for (const person of people) {
     assert.equal((await emitTo(fleet, 'order-updates', { recipientId: person.recipientId, tag: 'routed' })).nodes, 1);

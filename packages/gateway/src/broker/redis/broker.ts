@@ -11,6 +11,7 @@ import type { Broker, BrokerObserver, DeliveryHandler } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
+import { RouteRegistry } from './routes.ts';
 import { ShapeIndex } from './shapes.ts';
 
 export interface RedisBrokerOptions {
@@ -19,6 +20,8 @@ export interface RedisBrokerOptions {
   leaseMs: number;
   sweepIntervalMs: number;
   observer: BrokerObserver;
+  /** Hashes the routes are spread over (config redis.routeBuckets); the same on every node of a fleet. */
+  routeBuckets: number;
   keyPrefix?: string;
 }
 
@@ -29,6 +32,7 @@ export class RedisBroker implements Broker {
   readonly #observer: BrokerObserver;
   readonly #routes = new Map<string, Route>();
   readonly #shapes: ShapeIndex;
+  readonly #registry: RouteRegistry;
   readonly #lease: Lease;
   #onDelivery: DeliveryHandler = () => {};
   #closed = false;
@@ -39,6 +43,7 @@ export class RedisBroker implements Broker {
     this.#keys = keyspace(options.keyPrefix);
     this.#connection = connect(options.target);
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys);
+    this.#registry = new RouteRegistry(this.#connection.commands, this.#keys, this.nodeId, options.routeBuckets);
     this.#lease = new Lease({
       connection: this.#connection,
       keys: this.#keys,
@@ -47,6 +52,7 @@ export class RedisBroker implements Broker {
       sweepIntervalMs: options.sweepIntervalMs,
       observer: options.observer,
       shapes: this.#shapes,
+      routes: this.#registry,
       resync: () => this.#resync(),
     });
   }
@@ -64,9 +70,10 @@ export class RedisBroker implements Broker {
   async start(onDelivery: DeliveryHandler): Promise<void> {
     this.#onDelivery = onDelivery;
     await this.#connection.whenReady();
+    await this.#registry.claimBucketCount();
     // A node restarted under the same id (HERALD_NODE_ID) before its lease expired holds none of its old
     // routes: clear them, or emits would keep being published for clients that are gone.
-    const previous = await this.#connection.commands.smembers(this.#keys.nodeRoutes(this.nodeId));
+    const previous = await this.#registry.bucketsOf(this.nodeId);
     if (previous.length > 0) await this.#lease.remove(this.nodeId, previous);
     await this.#connection.subscribe(this.#keys.channel(this.nodeId), (message) => this.#receive(message));
     await this.#lease.start();
@@ -75,37 +82,35 @@ export class RedisBroker implements Broker {
   async addRoute(route: Route): Promise<void> {
     this.#routes.set(route.key, route);
     const firstOfShape = this.#shapes.hold(route);
-    await this.#write(async (redis) => {
-      await Promise.all([
-        redis.sadd(this.#keys.nodeRoutes(this.nodeId), route.key),
-        redis.sadd(this.#keys.route(route.key), this.nodeId),
+    await this.#write(() =>
+      Promise.all([
+        this.#registry.add(route.key),
         firstOfShape ? this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
-      ]);
-    });
+      ]),
+    );
   }
 
   async removeRoute(route: Route): Promise<void> {
     if (!this.#routes.delete(route.key) || this.#closed) return;
     const lastOfShape = this.#shapes.release(route);
-    await this.#write(async (redis) => {
-      await Promise.all([
-        redis.srem(this.#keys.route(route.key), this.nodeId),
-        redis.srem(this.#keys.nodeRoutes(this.nodeId), route.key),
+    await this.#write(() =>
+      Promise.all([
+        this.#registry.remove(route.key),
         lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
-      ]);
-    });
+      ]),
+    );
   }
 
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
     const redis = this.#connection.commands;
     try {
       const shapes = await redis.smembers(this.#keys.shapes(event));
-      const lookups: Promise<string[]>[] = [];
+      const routeKeys: string[] = [];
       for (const shapeKey of shapes) {
         const valuesKey = valuesKeyIn(eventData, shapeKey === '' ? [] : shapeKey.split(','));
-        if (valuesKey !== undefined) lookups.push(redis.smembers(this.#keys.route(routeKeyOf(event, shapeKey, valuesKey))));
+        if (valuesKey !== undefined) routeKeys.push(routeKeyOf(event, shapeKey, valuesKey));
       }
-      const nodes = new Set((await Promise.all(lookups)).flat());
+      const nodes = await this.#registry.nodesOf(routeKeys);
       if (nodes.size === 0) return 0;
       const message = Buffer.from(`${event}\n${JSON.stringify(eventData)}`);
       const sends: Promise<unknown>[] = [];
@@ -126,7 +131,7 @@ export class RedisBroker implements Broker {
     this.#closed = true;
     this.#lease.stop();
     try {
-      await this.#lease.remove(this.nodeId, [...this.#routes.keys()]);
+      await this.#lease.remove(this.nodeId, this.#registry.heldBuckets(), [...this.#routes.keys()]);
     } catch (error) {
       this.#observer.writeFailed(error as Error); // the lease will expire and another node will sweep us
     }
@@ -142,25 +147,18 @@ export class RedisBroker implements Broker {
   }
 
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
-  async #write(operation: (redis: Connection['commands']) => Promise<void>): Promise<void> {
+  async #write(operation: () => Promise<unknown>): Promise<void> {
     try {
-      await operation(this.#connection.commands);
+      await operation();
     } catch (error) {
       this.#lease.markStale();
       this.#observer.writeFailed(error as Error);
     }
   }
 
-  /** Write this node's whole state again. Idempotent: every key is a set. */
+  /** Write this node's whole state again. Idempotent: route scripts, set members and bits. */
   async #resync(): Promise<number> {
-    const redis = this.#connection.commands;
-    const writes: Promise<unknown>[] = [];
-    for (const route of this.#routes.values()) {
-      writes.push(redis.sadd(this.#keys.nodeRoutes(this.nodeId), route.key));
-      writes.push(redis.sadd(this.#keys.route(route.key), this.nodeId));
-    }
-    writes.push(this.#shapes.publishAll(this.nodeId));
-    await Promise.all(writes);
+    await Promise.all([this.#registry.writeAll(this.#routes.keys()), this.#shapes.publishAll(this.nodeId)]);
     return this.#routes.size;
   }
 }

@@ -1,37 +1,57 @@
 /**
- * The Redis keyspace. Every write is idempotent (sets, not counters), so a node can write its whole state
- * again at any time (after Redis restarts empty, or after failed writes) without double counting.
- * Every key carries a hash tag, so a Redis Cluster spreads routes over its slots, while
- * a node's own keys and channel share one slot (its state is removed in O(its own keys), on one shard).
+ * The Redis keyspace. Every write is idempotent (set members, hash fields, bits; never counters), so a node can
+ * write its whole state again at any time (after Redis restarts empty, or after failed writes) without double
+ * counting. Every key carries a hash tag, so a Redis Cluster spreads route buckets over its slots, while a
+ * node's own keys and channel share one slot (its state is removed in O(its own keys), on one shard).
  *
  * | key                          | type       | holds                                                        |
  * |------------------------------|------------|--------------------------------------------------------------|
- * | gw:route:{<routeKey>}        | set        | ids of the nodes with a local subscriber on the route        |
+ * | gw:routes:{<bucket>}         | hash       | route key -> ids of the nodes holding it, joined by ","      |
  * | gw:shapes:{<event>}          | set        | the criteria shapes in use for the event (sorted field names)|
  * | gw:shape:{<event>|<shape>}   | set        | ids of the nodes holding routes of that shape                |
- * | gw:node:{<nodeId>}:routes    | set        | the route keys a node holds (for the sweep and for resync)   |
+ * | gw:node:{<nodeId>}:buckets   | bitmap     | bit b set: the node holds a route in bucket b (sweep, restart)|
  * | gw:{nodes}                   | sorted set | nodeId -> last heartbeat, ms                                 |
  * | gw:sweep:{<nodeId>}          | string     | the lock a sweeper holds while removing a dead node's state  |
+ * | gw:{config}:routeBuckets     | string     | the fleet's bucket count: every node must use the same       |
  * | channel gw:node:{<nodeId>}   | sharded    | emits for that node (SPUBLISH / SSUBSCRIBE)                  |
+ *
+ * A route's bucket is bucketOf(routeKey, routeBuckets): many routes share one small hash, which Redis keeps as a
+ * listpack (no per-route key, no per-route dict entry). See routes.ts.
  */
+
+/** Joins the ids of a route's nodes in its bucket's field; node ids may not contain it (config/schema.ts). */
+export const NODE_ID_SEPARATOR = ',';
+
 export interface Keyspace {
-  route(routeKey: string): string;
+  routeBucket(bucket: number): string;
   shapes(event: string): string;
   shapeNodes(event: string, shapeKey: string): string;
-  nodeRoutes(nodeId: string): string;
+  nodeBuckets(nodeId: string): string;
   readonly nodes: string;
   sweepLock(nodeId: string): string;
+  readonly routeBuckets: string;
   channel(nodeId: string): string;
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
   return {
-    route: (routeKey) => `${prefix}:route:{${routeKey}}`,
+    routeBucket: (bucket) => `${prefix}:routes:{${bucket}}`,
     shapes: (event) => `${prefix}:shapes:{${event}}`,
     shapeNodes: (event, shapeKey) => `${prefix}:shape:{${event}|${shapeKey}}`,
-    nodeRoutes: (nodeId) => `${prefix}:node:{${nodeId}}:routes`,
+    nodeBuckets: (nodeId) => `${prefix}:node:{${nodeId}}:buckets`,
     nodes: `${prefix}:{nodes}`,
     sweepLock: (nodeId) => `${prefix}:sweep:{${nodeId}}`,
+    routeBuckets: `${prefix}:{config}:routeBuckets`,
     channel: (nodeId) => `${prefix}:node:{${nodeId}}`,
   };
+}
+
+/**
+ * The bucket of a route key: 32-bit FNV-1a over its UTF-16 code units, modulo the bucket count. Every node
+ * computes the same bucket for the same key, so writers and emitters meet in one hash.
+ */
+export function bucketOf(routeKey: string, routeBuckets: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < routeKey.length; i++) hash = Math.imul(hash ^ routeKey.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % routeBuckets;
 }

@@ -6,6 +6,7 @@
 import type { BrokerObserver } from '../broker.ts';
 import type { Connection } from './connection.ts';
 import type { Keyspace } from './keys.ts';
+import type { RouteRegistry } from './routes.ts';
 import type { ShapeIndex } from './shapes.ts';
 
 export interface LeaseOptions {
@@ -16,6 +17,7 @@ export interface LeaseOptions {
   sweepIntervalMs: number;
   observer: BrokerObserver;
   shapes: ShapeIndex;
+  routes: RouteRegistry;
   /** Write this node's routes again; answers how many. */
   resync: () => Promise<number>;
 }
@@ -83,7 +85,7 @@ export class Lease {
 
   /** Find nodes whose lease expired and sweep each one that no other survivor is sweeping. */
   async sweep(): Promise<void> {
-    const { connection, keys, nodeId, leaseMs, observer } = this.#options;
+    const { connection, keys, nodeId, leaseMs, observer, routes } = this.#options;
     const redis = connection.commands;
     try {
       const dead = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs);
@@ -93,23 +95,26 @@ export class Lease {
         // It may have come back since we looked.
         const seen = await redis.zscore(keys.nodes, deadId);
         if (seen !== null && Number(seen) > Date.now() - leaseMs) continue;
-        const routes = await redis.smembers(keys.nodeRoutes(deadId));
-        await this.remove(deadId, routes);
-        observer.swept(deadId, routes.length);
+        observer.swept(deadId, await this.remove(deadId, await routes.bucketsOf(deadId)));
       }
     } catch (error) {
       observer.writeFailed(error as Error);
     }
   }
 
-  /** Remove a node's routes, shapes and lease entry. */
-  async remove(deadId: string, routeKeys: readonly string[]): Promise<void> {
-    const { connection, keys, shapes } = this.#options;
+  /**
+   * Remove a node's routes from these buckets, its shapes, its bitmap and its lease entry; answers how many
+   * routes it held in Redis. `routeKeys`: routes it is known to hold besides (this node's own, as it leaves),
+   * so that their shapes are withdrawn even if Redis had lost the routes.
+   */
+  async remove(nodeId: string, buckets: Iterable<number>, routeKeys: readonly string[] = []): Promise<number> {
+    const { connection, keys, shapes, routes } = this.#options;
     const redis = connection.commands;
-    await Promise.all(routeKeys.map((routeKey) => redis.srem(keys.route(routeKey), deadId)));
-    await shapes.withdrawAll(deadId, routeKeys);
-    await redis.del(keys.nodeRoutes(deadId));
-    await redis.zrem(keys.nodes, deadId);
+    const stripped = await routes.strip(nodeId, buckets);
+    await shapes.withdrawAll(nodeId, [...stripped, ...routeKeys]);
+    await redis.del(keys.nodeBuckets(nodeId));
+    await redis.zrem(keys.nodes, nodeId);
+    return stripped.length;
   }
 
   #every(ms: number, tick: () => Promise<void>): void {
