@@ -26,7 +26,8 @@ import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Hub } from '../hub/hub.ts';
 import { Session, type SessionHandler } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
-import { slotOf } from './admission.ts';
+import { slotOf, type Slot } from './admission.ts';
+import { textFrame, writeFrame } from './frames.ts';
 
 type Identity = { ok: true; apiUser: ApiUser; person: Person | undefined } | { ok: false; error: GatewayError };
 
@@ -44,6 +45,8 @@ const CLOSE_FOR: Partial<Record<ErrorCode, CloseCode>> = {
 // Socket listeners are module functions that find their session on the socket: a node holds tens of
 // thousands of sockets, and closures per connection would cost memory on each.
 const kSession = Symbol('herald.session');
+/** CONNECTED, the same frame for every client, built once. */
+const CONNECTED = textFrame(CONNECTED_FRAME);
 /** Pings sent before the sweep yields to the event loop. */
 const PING_CHUNK = 512;
 type SessionSocket = WebSocket & { [kSession]?: Session };
@@ -100,7 +103,11 @@ export class WebSocketTransport implements SessionHandler {
       method: 'GET',
       url: '/',
       onRequest: async (request) => {
-        if (request.ws) request.identity = this.#identify(request);
+        if (!request.ws) return;
+        request.identity = this.#identify(request);
+        // The 101 response and the first frame leave in one write system call, not two: #accept uncorks once
+        // it has written that frame, and a refused upgrade ends the socket, which uncorks it too.
+        request.raw.socket.cork();
       },
       handler: async () => ({ name: 'herald', websocket: 'connect with ?x-am-authorization=<API user token>' }),
       wsHandler: (socket, request) => this.#accept(socket, request),
@@ -155,7 +162,6 @@ export class WebSocketTransport implements SessionHandler {
   }
 
   #accept(socket: SessionSocket, request: FastifyRequest): void {
-    const { hub, metrics } = this.#options;
     // @fastify/websocket's own error listener closes over the request and reply, which would keep them alive
     // as long as the socket; ours holds nothing. Errors (resets, 1009) still end in a counted 'close'.
     socket.removeAllListeners('error');
@@ -163,16 +169,25 @@ export class WebSocketTransport implements SessionHandler {
     releaseHttpObjects(request);
     const identity = request.identity;
     const slot = slotOf(request.raw);
-    if (!identity?.ok) {
-      slot?.release();
-      const error = identity?.error ?? new GatewayError('INTERNAL', 'the handshake was not authenticated');
-      const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
-      metrics.refusals.inc({ code: error.code });
-      metrics.closes.inc({ code: String(code) });
-      socket.send(encodeErrors('TOKEN_VALIDATION', [error.toWire()]));
-      socket.close(code, error.code);
-      return;
-    }
+    if (identity?.ok) this.#open(socket, identity, slot);
+    else this.#refuse(socket, identity, slot);
+    request.raw.socket.uncork();
+  }
+
+  /** Tokens refused: TOKEN_VALIDATION with the error, then the close code that tells the client whether to retry. */
+  #refuse(socket: SessionSocket, identity: (Identity & { ok: false }) | null, slot: Slot | undefined): void {
+    const { metrics } = this.#options;
+    slot?.release();
+    const error = identity?.error ?? new GatewayError('INTERNAL', 'the handshake was not authenticated');
+    const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
+    metrics.refusals.inc({ code: error.code });
+    metrics.closes.inc({ code: String(code) });
+    socket.send(encodeErrors('TOKEN_VALIDATION', [error.toWire()]));
+    socket.close(code, error.code);
+  }
+
+  #open(socket: SessionSocket, identity: Identity & { ok: true }, slot: Slot | undefined): void {
+    const { hub } = this.#options;
     const session = new Session(socket, identity.apiUser, identity.person, this);
     session.slot = slot;
     socket[kSession] = session;
@@ -180,12 +195,14 @@ export class WebSocketTransport implements SessionHandler {
     socket.on('close', onClose);
     socket.on('pong', onPong);
     hub.open(session);
-    socket.send(CONNECTED_FRAME);
+    writeFrame(socket, CONNECTED);
   }
 
+  /** A reply is one buffer and one plain write (frames.ts), not ws's header and payload as a writev. */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
-    if (!session.closed) session.socket.send(frame);
+    const { socket } = session;
+    if (!session.closed && socket.readyState === socket.OPEN) writeFrame(socket, textFrame(frame));
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {
