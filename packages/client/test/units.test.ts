@@ -16,13 +16,13 @@ test('reconnectDelay: full jitter between the bounds, inclusive', () => {
   }
 });
 
-test('retryDelay: full jitter up to half of minDelayMs after a failed attempt, doubling per failure up to maxDelayMs', () => {
+test('retryDelay: full jitter up to minDelayMs after a failed attempt, doubling per failure up to maxDelayMs', () => {
   const ceilings = [1, 2, 3, 4, 5, 6].map((failures) => retryDelay(failures, 1000, 5000, () => 1));
-  assert.deepEqual(ceilings, [500, 1000, 2000, 4000, 5000, 5000]);
+  assert.deepEqual(ceilings, [1000, 2000, 4000, 5000, 5000, 5000]);
   assert.equal(retryDelay(1, 1000, 5000, () => 0), 0);
-  assert.equal(retryDelay(2, 1000, 5000, () => 0.5), 500);
+  assert.equal(retryDelay(2, 1000, 5000, () => 0.5), 1000);
   // minDelayMs 0 still waits: a refused node is not retried in a tight loop.
-  assert.equal(retryDelay(1, 0, 0, () => 1), 50);
+  assert.equal(retryDelay(1, 0, 0, () => 1), 100);
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;
