@@ -75,6 +75,19 @@ function releaseHttpObjects(request: FastifyRequest): void {
   tcp._httpMessage?.detachSocket(tcp);
 }
 
+/**
+ * An EventEmitter whose listener was removed keeps its listener table in dictionary mode: ~280 B per socket,
+ * here after @fastify/websocket's error listener goes. The same listeners copied into a plain object, built in
+ * the same order for every socket (so all share one hidden class), take ~60 B. Node shapes its streams'
+ * `_events` as such plain objects too; no event ws emits is named like an Object.prototype member.
+ */
+function compactListeners(emitter: WebSocket): void {
+  const table = emitter as unknown as { _events: Record<string, unknown> };
+  const compact: Record<string, unknown> = {};
+  for (const name of Object.keys(table._events)) compact[name] = table._events[name];
+  table._events = compact;
+}
+
 /** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
 function onError(): void {}
 
@@ -194,6 +207,7 @@ export class WebSocketTransport implements SessionHandler {
     socket.on('message', onMessage);
     socket.on('close', onClose);
     socket.on('pong', onPong);
+    compactListeners(socket);
     hub.open(session);
     writeFrame(socket, CONNECTED);
   }
