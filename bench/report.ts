@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
+import { WHY_MISSED } from './missed.ts';
 import { GATEWAY_NODE_ARGS, type Sample } from './procs.ts';
 
 export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number }
@@ -37,13 +38,14 @@ const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
   ['kill_next_emit_reached_pct', '… then each client named once: % reached', '≥', 100],
 ];
 
+const meets = (value: number, op: '≤' | '≥', target: number): boolean => (op === '≤' ? value <= target : value >= target);
 const fmt = (v: number | undefined): string => (v === undefined ? '–' : Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2));
 
 function table(r: Results): string {
   const rows = FIGURES.map(([name, label, op, target]) => {
     const ours = r.figures[name];
     const peer = (p: string): string => (name.endsWith('_vs_socketio') || name.startsWith('paced') ? '' : fmt(r.figures[`${p}_${name}`]));
-    const met = ours === undefined ? 'not yet measured' : (op === '≤' ? ours <= target : ours >= target) ? 'yes' : 'no';
+    const met = ours === undefined ? 'not yet measured' : meets(ours, op, target) ? 'yes' : 'no';
     return `| \`${name}\` — ${label} | ${fmt(ours)} | ${peer('socketio')} | ${peer('bare')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
   });
   return ['| figure | gateway | Socket.IO | bare ws | target (issue 4) | met |', '|---|---:|---:|---:|---|---|', ...rows].join('\n');
@@ -150,6 +152,14 @@ function machine(): string {
   return `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GB, Node.js ${process.version}, redis-server ${redis}, linux; loopback only`;
 }
 
+/** Each missed figure with why, from bench/missed.ts (the issue asks for the profile that shows it). */
+function missedSection(r: Results): string {
+  const missed = FIGURES.filter(([name, , op, target]) => r.figures[name] !== undefined && !meets(r.figures[name], op, target));
+  if (missed.length === 0) return '';
+  const lines = missed.map(([name]) => `- \`${name}\`: ${WHY_MISSED[name] ?? 'not analysed yet.'}`);
+  return `\n### Where a figure is missed, and why\n\n${lines.join('\n')}\n`;
+}
+
 export function writeReport(r: Results, dir: string): void {
   const series = Object.entries(r.memory).flatMap(([name, levels]) => [
     { name: `${name} RSS`, points: levels.map((l) => [l.clients, l.rssKb / 1024] as [number, number]) },
@@ -177,7 +187,7 @@ Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(
 clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
 6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
 \`process.memoryUsage().heapUsed\` on /stats), 2 s after two forced GCs a second apart (SIGUSR2 to the server, see bench/gc-preload.ts).
-${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
+${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 
 Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right after
@@ -211,7 +221,7 @@ ${memoryTable(r)}
 \`\`\`sh
 make bench-quick     # node bench/run.ts --quick
 make bench           # node bench/run.ts
-${r.commands.join('\n')}
+${[...new Set(r.commands)].join('\n')}
 \`\`\`
 
 ## Machine

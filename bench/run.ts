@@ -73,7 +73,8 @@ const prefix = (t: Target): string => (t.name === 'gateway' ? '' : `${t.name}_`)
 async function runLoad(t: Target, args: string[], timeoutS: number): Promise<Record<string, any>> {
   const json = `${RUN_DIR}/${t.name}-${args[0]}-${Date.now()}.json`;
   const [command, argv] = t.name === 'gateway' ? [WSLOAD, [...args, '--quiet', '--json', json]] : [PEER_LOAD, args];
-  results.commands.push(`node ${command.replace(ROOT, '')} ${argv.join(' ')}`);
+  // As one would type it: without the file the bench collects the output in.
+  results.commands.push(`node ${command.replace(ROOT, '')} ${args.join(' ')}`);
   const proc = start(`load-${t.name}`, 'node', [command, ...argv], {}, `${RUN_DIR}/load-${t.name}.log`);
   const timer = setTimeout(() => void stop(proc, 'SIGKILL'), timeoutS * 1000);
   await proc.exited;

@@ -1,0 +1,56 @@
+/**
+ * Why a figure of issue 4 is missed on this machine, with the profile that shows it and what would close it. The
+ * report prints the entry of each figure its run misses. Written from measurements (the commands are in each
+ * entry); when a change moves a figure, measure again and rewrite the entry. The profiles: the gateway started by
+ * hand with `node --cpu-prof --cpu-prof-dir=DIR --no-node-snapshot --max-semi-space-size=16
+ * packages/gateway/src/main.ts` (REDIS_URL set), the load below against it, then SIGTERM writes the profile.
+ */
+export const WHY_MISSED: Readonly<Record<string, string>> = {
+  node_rss_kb_per_client:
+    'The JS heap per client is at its target (≤ 2.5 KB); RSS adds ~1.2 KB per client outside it: native socket ' +
+    'handles (TCP wrap, libuv handle) and V8\'s young generation, which grows with a burst of connections ' +
+    '(`--max-semi-space-size=16` caps it; at 4 the slope read 3.4 KB by hand, but throughput fell 10-15%). A heap ' +
+    'snapshot diff 0 → 6k clients (`--heapsnapshot-signal=SIGUSR1`) puts ws and net objects at ~1.9 KB per client ' +
+    '(Socket, 2 WritableStates, Receiver, WebSocket, Sender) and ours at ~0.5 KB. Closing it needs fewer objects ' +
+    'per socket than ws keeps (a Receiver and a Sender each), i.e. a leaner WebSocket layer than ws.',
+  churn_subscribe_per_s:
+    'The node spends ~160 µs of CPU per client; with wsload on the same 2 cores it is ~80% busy. Profile under ' +
+    '`wsload churn ws://… -c 100 -w 2 -d 8 --register announcements --per-client --tokens both`: write system calls ' +
+    '23% (the 101 answer with CONNECTED, now one write; the REGISTER reply; ws echoing the close frame), GC 7%, the ' +
+    'upgrade through fastify\'s routing and hooks ~12% inclusive, the Sec-WebSocket-Accept SHA-1 3%, socket close ' +
+    '3%, then two JWT checks and one Redis script per route. The bare ws peer, which checks no token and answers ' +
+    'nothing, reaches 5,000-5,800/s in the same runs: 6,000 is above the floor Node reaches here with its load ' +
+    'generator on the same cores.',
+  churn_subscribe_vs_socketio:
+    'See churn_subscribe_per_s: the gateway does ~2× the work of Socket.IO\'s handshake per client (two JWTs, ' +
+    'the REGISTER reply, a Redis route write), and both share the cores with their load generator.',
+  notify_person_per_s:
+    'Profile under `wsload notify http://… --clients 1000 -c 100 -d 8`: write system calls 22% (the HTTP answer, ' +
+    'the NOTIFICATION frame, Redis), idle 21% (the HTTP load and the 1,000 clients run on the same 2 cores), GC 8.5%, ' +
+    'JSON.parse of the body 3%, the JWT cache hashing the API token 2%, and two Redis round trips per emit (SMEMBERS ' +
+    'of the event\'s shapes, then HGET of the route\'s bucket). The bare ws peer (one PUBLISH, no token) reaches ' +
+    '~12,700/s here, so 20,000 is above the floor on this machine. Would help: the event\'s shapes cached per node ' +
+    '(invalidated through a channel), one Redis round trip per emit instead of two.',
+  notify_person_vs_socketio: 'See notify_person_per_s.',
+  paced_p99_ms:
+    'Run-to-run noise on this VM: 1.94 ms in one run, 3.14 ms in the next; by hand (`wsload notify http://… ' +
+    '--clients 1000 -c 100 -R 1000 -d 10` on a fresh node) both this code and the code before this round of changes ' +
+    'read 4-5 ms: young-generation GC pauses of the node and of wsload, on shared cores.',
+  broadcast_1k_per_s:
+    'Within the run-to-run noise of the target (170,000-176,000/s, 1.88-1.97× Socket.IO in the last runs): one ' +
+    'write system call per recipient, with the 1,000 clients\' process on the same cores.',
+  broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
+  broadcast_18k_last_ms:
+    'One write system call per recipient, ~15 µs each while three wsload processes holding the 18,000 clients ' +
+    'share the 2 cores: ~270 ms of writes on one core at best, plus the yields every 256 writes (fanOutChunk) that ' +
+    'keep one-person notifications within 20 ms during the broadcast. Would close it: the load generators on other ' +
+    'cores, or writes batched below Node\'s per-socket write.',
+  restart_all_back_s:
+    'The node drains its 18,000 clients in ~2.3 s (256 every 20 ms; 5 ms tried: drained in 1.7 s, all back no ' +
+    'sooner), exits, and the new process is ready 1.3-1.8 s after it starts while wsload\'s retries hold the cores ' +
+    '(0.6 s alone). It then takes clients back at 2,500-3,500/s: each is a connect, two JWTs, a REGISTER and a Redis ' +
+    'write on a JIT-cold process, with wsload\'s reconnecting workers at 100-140% CPU; 18,000 at that rate is ' +
+    '5-7 s after a ~4.5 s gap. Measured by hand with the restart scenario\'s wsload command and `kill -TERM`. ' +
+    'Would close it: an intake of 6,000 clients/s (the churn figure), or a restart that starts the new process ' +
+    'before the old one drains (both listening with SO_REUSEPORT), so that there is no gap.',
+};
