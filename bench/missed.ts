@@ -7,8 +7,10 @@
  */
 export const WHY_MISSED: Readonly<Record<string, string>> = {
   node_rss_kb_per_client:
-    'The JS heap per client is at its target (≤ 2.5 KB); RSS adds ~1.2 KB per client outside it: native socket ' +
-    'handles (TCP wrap, libuv handle) and V8\'s young generation, which grows with a burst of connections ' +
+    'The JS heap per client is at its target (≤ 2.5 KB); RSS adds ~1.2 KB per client outside it. A bare Node ' +
+    'process holding plain net sockets (no ws, no HTTP; `--max-semi-space-size=16`, 6k → 18k, after GC) costs ' +
+    '1.65 KB of RSS per socket, 0.86 KB of it heap: ~0.8 KB per socket is native (TCP wrap, libuv handle) before ' +
+    'any WebSocket. The rest is V8\'s page slack and its young generation, which grows with a burst of connections ' +
     '(`--max-semi-space-size=16` caps it; at 4 the slope read 3.4 KB by hand, but throughput fell 10-15%). A heap ' +
     'snapshot diff 0 → 6k clients (`--heapsnapshot-signal=SIGUSR1`) puts ws and net objects at ~1.9 KB per client ' +
     '(Socket, 2 WritableStates, Receiver, WebSocket, Sender) and ours at ~0.5 KB. Closing it needs fewer objects ' +

@@ -215,6 +215,7 @@ ${memoryTable(r)}
 - Memory levels: clients connected and registered (each its own recipientId), 2 s to settle, then RSS
   (/proc/<pid>/status VmRSS), heap and Redis INFO used_memory; the clients leave before the next level.
 - Churn: 100 clients at a time connect, register, leave, for ${r.quick ? 10 : 20} s. Notify: 1,000 listeners, 100 HTTP connections.
+  ${r.quick ? 'One run each.' : 'Each churn and notify run is made twice; the figure is the median of the two (their mean), as the issue asks.'}
 
 ## Commands
 
