@@ -24,8 +24,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'nothing, reaches 5,000-5,800/s in the same runs: 6,000 is above the floor Node reaches here with its load ' +
     'generator on the same cores.',
   churn_subscribe_vs_socketio:
-    'See churn_subscribe_per_s: the gateway does ~2× the work of Socket.IO\'s handshake per client (two JWTs, ' +
-    'the REGISTER reply, a Redis route write), and both share the cores with their load generator.',
+    'Depends on what the node went through before: 1.99× on fresh servers (`node bench/run.ts --only churn,…`), ' +
+    '1.50× in a full run, where each server runs it after its memory levels (18,000 clients came and left). By hand, ' +
+    'one-person notify on a fresh node 16,100/s, 13,400/s with 18,000 clients held, 14,000-14,800/s after they left ' +
+    '(heap back to 27 MB): part of the gap is that state, part run-to-run noise. The gateway does more per client ' +
+    'than Socket.IO (two JWTs, the REGISTER reply, a Redis route write).',
   notify_person_per_s:
     'Profile under `wsload notify http://… --clients 1000 -c 100 -d 8`: write system calls 22% (the HTTP answer, ' +
     'the NOTIFICATION frame, Redis), idle 21% (the HTTP load and the 1,000 clients run on the same 2 cores), GC 8.5%, ' +
@@ -33,13 +36,14 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'of the event\'s shapes, then HGET of the route\'s bucket). The bare ws peer (one PUBLISH, no token) reaches ' +
     '~12,700/s here, so 20,000 is above the floor on this machine. Would help: the event\'s shapes cached per node ' +
     '(invalidated through a channel), one Redis round trip per emit instead of two.',
-  notify_person_vs_socketio: 'See notify_person_per_s.',
+  notify_person_vs_socketio:
+    '2.02× on fresh servers, 1.51× in a full run after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
-    'Run-to-run noise on this VM: 1.94 ms in one run, 3.14 ms in the next; by hand (`wsload notify http://… ' +
+    'Run-to-run noise on this VM: 1.94 ms in one run, 3.1-3.6 ms in the later ones; by hand (`wsload notify http://… ' +
     '--clients 1000 -c 100 -R 1000 -d 10` on a fresh node) both this code and the code before this round of changes ' +
     'read 4-5 ms: young-generation GC pauses of the node and of wsload, on shared cores.',
   broadcast_1k_per_s:
-    'Within the run-to-run noise of the target (170,000-176,000/s, 1.88-1.97× Socket.IO in the last runs): one ' +
+    'Within the run-to-run noise of the target (167,000-179,000/s per run, 1.9-2.3× Socket.IO in the last runs): one ' +
     'write system call per recipient, with the 1,000 clients\' process on the same cores.',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
