@@ -126,6 +126,19 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       assert.equal(inbox(b).of('orders').length, 0);
     });
 
+    it('a shape that appears between two emits is found by the second, and one that left is not used', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      assert.equal(await b.publish('orders', { recipientId: 7, shop: 's1' }), 1);
+      const byShop = routeOf('orders', { shop: 's1' });
+      await c.addRoute(byShop);
+      assert.equal(await b.publish('orders', { recipientId: 7, shop: 's1' }), 2);
+      await c.removeRoute(byShop);
+      await a.removeRoute(routeOf('orders', { recipientId: 7 }));
+      assert.equal(await b.publish('orders', { recipientId: 7, shop: 's1' }), 0);
+      await inbox(a).until('orders', 2);
+      await inbox(c).until('orders', 1);
+    });
+
     it('a broadcast route gets every emit of its event', async () => {
       await a.addRoute(routeOf('news', undefined));
       assert.equal(await b.publish('news', { headline: 'one' }), 1);

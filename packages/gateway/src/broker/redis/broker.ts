@@ -33,6 +33,8 @@ export class RedisBroker implements Broker {
   readonly #routes = new Map<string, Route>();
   readonly #shapes: ShapeIndex;
   readonly #registry: RouteRegistry;
+  /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
+  readonly #shapesSeen = new Map<string, string[]>();
   readonly #lease: Lease;
   #onDelivery: DeliveryHandler = () => {};
   #closed = false;
@@ -101,16 +103,28 @@ export class RedisBroker implements Broker {
     );
   }
 
+  /**
+   * The event's shapes are read at every emit, but the routes of the shapes it had at its last emit are looked up
+   * in the same round trip (one pipelined write, one read): only a shape that appeared since costs a second one.
+   * What counts is still the shapes read now, so the answer is the one two round trips in a row would give.
+   */
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
     const redis = this.#connection.commands;
     try {
-      const shapes = await redis.smembers(this.#keys.shapes(event));
-      const routeKeys: string[] = [];
+      const guessed = this.#shapesSeen.get(event) ?? [];
+      const [shapes, guessedNodes] = await Promise.all([
+        redis.smembers(this.#keys.shapes(event)),
+        Promise.all(guessed.map((shapeKey) => this.#nodesOf(event, shapeKey, eventData))),
+      ]);
+      this.#shapesSeen.set(event, shapes);
+      const nodes = new Set<string>();
+      const late: Promise<string[]>[] = [];
       for (const shapeKey of shapes) {
-        const valuesKey = valuesKeyIn(eventData, shapeKey === '' ? [] : shapeKey.split(','));
-        if (valuesKey !== undefined) routeKeys.push(routeKeyOf(event, shapeKey, valuesKey));
+        const at = guessed.indexOf(shapeKey);
+        if (at < 0) late.push(this.#nodesOf(event, shapeKey, eventData));
+        else for (const id of guessedNodes[at]!) nodes.add(id);
       }
-      const nodes = await this.#registry.nodesOf(routeKeys);
+      for (const ids of await Promise.all(late)) for (const id of ids) nodes.add(id);
       if (nodes.size === 0) return 0;
       const message = Buffer.from(`${event}\n${JSON.stringify(eventData)}`);
       const sends: Promise<unknown>[] = [];
@@ -123,6 +137,12 @@ export class RedisBroker implements Broker {
     } catch (error) {
       throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
     }
+  }
+
+  /** The nodes holding the route of `eventData` in one shape; none when eventData lacks one of its fields. */
+  #nodesOf(event: string, shapeKey: string, eventData: Record<string, unknown>): Promise<string[]> {
+    const valuesKey = valuesKeyIn(eventData, shapeKey === '' ? [] : shapeKey.split(','));
+    return valuesKey === undefined ? Promise.resolve([]) : this.#registry.nodesOf(routeKeyOf(event, shapeKey, valuesKey));
   }
 
   /** Leave the fleet cleanly: this node's routes, shapes and lease are removed from Redis. */

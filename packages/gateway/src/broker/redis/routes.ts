@@ -109,14 +109,10 @@ export class RouteRegistry {
     ]);
   }
 
-  /** The ids of the nodes holding any of these routes: one HGET per route, in parallel. */
-  async nodesOf(routeKeys: readonly string[]): Promise<Set<string>> {
-    const held = await Promise.all(
-      routeKeys.map((routeKey) => this.#redis.hget(this.#keys.routeBucket(bucketOf(routeKey, this.#buckets)), routeKey)),
-    );
-    const nodes = new Set<string>();
-    for (const ids of held) if (ids !== null) for (const id of ids.split(SEP)) nodes.add(id);
-    return nodes;
+  /** The ids of the nodes holding a route: one HGET. */
+  async nodesOf(routeKey: string): Promise<string[]> {
+    const ids = await this.#redis.hget(this.#keys.routeBucket(bucketOf(routeKey, this.#buckets)), routeKey);
+    return ids === null ? [] : ids.split(SEP);
   }
 
   /** This node's state written again (resync): every route (idempotent scripts), its bitmap, the fleet's count. */
