@@ -32,10 +32,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   notify_person_per_s:
     'Profile under `wsload notify http://… --clients 1000 -c 100 -d 8`: write system calls 22% (the HTTP answer, ' +
     'the NOTIFICATION frame, Redis), idle 21% (the HTTP load and the 1,000 clients run on the same 2 cores), GC 8.5%, ' +
-    'JSON.parse of the body 3%, the JWT cache hashing the API token 2%, and two Redis round trips per emit (SMEMBERS ' +
-    'of the event\'s shapes, then HGET of the route\'s bucket). The bare ws peer (one PUBLISH, no token) reaches ' +
-    '~12,700/s here, so 20,000 is above the floor on this machine. Would help: the event\'s shapes cached per node ' +
-    '(invalidated through a channel), one Redis round trip per emit instead of two.',
+    'JSON.parse of the body 3%, the JWT cache hashing the API token 2%, and ioredis (an allocation profile puts ' +
+    '~44% of the ~36 KB allocated per emit under broker.publish, mostly ioredis\'s commands and per-tick pipelines). ' +
+    'The bare ws peer (one PUBLISH, no token) reaches ~12,100-12,800/s here, so 20,000 is above the floor on this ' +
+    'machine. Would help: a leaner path for the two hot reads (SMEMBERS of the shapes, HGET of the bucket; they ' +
+    'already share one round trip when the event\'s shapes have not changed since its last emit).',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× in a full run after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
