@@ -24,11 +24,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'nothing, reaches 5,000-5,800/s in the same runs: 6,000 is above the floor Node reaches here with its load ' +
     'generator on the same cores.',
   churn_subscribe_vs_socketio:
-    'Depends on what the node went through before: 1.99× on fresh servers (`node bench/run.ts --only churn,…`), ' +
-    '1.50× in a full run, where each server runs it after its memory levels (18,000 clients came and left). By hand, ' +
-    'one-person notify on a fresh node 16,100/s, 13,400/s with 18,000 clients held, 14,000-14,800/s after they left ' +
-    '(heap back to 27 MB): part of the gap is that state, part run-to-run noise. The gateway does more per client ' +
-    'than Socket.IO (two JWTs, the REGISTER reply, a Redis route write).',
+    'Depends on what the node went through before, and on noise: 1.99× on fresh servers, 1.50× when the rate ' +
+    'scenarios ran after the memory levels (18,000 clients came and left; the bench now restarts each server ' +
+    'before them). By hand, one-person notify on a fresh node 16,100/s, 13,400/s with 18,000 clients held, ' +
+    '14,000-14,800/s after they left (heap back to 27 MB). The gateway does more per client than Socket.IO (two ' +
+    'JWTs, the REGISTER reply, a Redis route write).',
   notify_person_per_s:
     'Profile under `wsload notify http://… --clients 1000 -c 100 -d 8`: write system calls 22% (the HTTP answer, ' +
     'the NOTIFICATION frame, Redis), idle 21% (the HTTP load and the 1,000 clients run on the same 2 cores), GC 8.5%, ' +
@@ -38,7 +38,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'machine. Would help: a leaner path for the two hot reads (SMEMBERS of the shapes, HGET of the bucket; they ' +
     'already share one round trip when the event\'s shapes have not changed since its last emit).',
   notify_person_vs_socketio:
-    '2.02× on fresh servers, 1.51× in a full run after the memory levels: see churn_subscribe_vs_socketio.',
+    '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
     'Run-to-run noise on this VM: 1.94 ms in one run, 3.1-3.6 ms in the later ones; by hand (`wsload notify http://… ' +
     '--clients 1000 -c 100 -R 1000 -d 10` on a fresh node) both this code and the code before this round of changes ' +

@@ -216,9 +216,8 @@ ${memoryTable(r)}
   (/proc/<pid>/status VmRSS), heap and Redis INFO used_memory; the clients leave before the next level.
 - Churn: 100 clients at a time connect, register, leave, for ${r.quick ? 10 : 20} s. Notify: 1,000 listeners, 100 HTTP connections.
   ${r.quick ? 'One run each.' : 'Each churn and notify run is made twice; the figure is the median of the two (their mean), as the issue asks.'}
-  In a full run each server runs them after its memory levels (18,000 clients came and left); \`--only\` starts
-  fresh servers, where the gateway's rates measured 20-35% higher here (Socket.IO's hardly moved): see
-  \`churn_subscribe_vs_socketio\` in bench/missed.ts.
+  Each server is started afresh (with its Redis) after its memory levels, before these runs: after 18,000 clients
+  came and left, the gateway's rates read 20-35% lower (Socket.IO's hardly moved).
 
 ## Commands
 
