@@ -15,6 +15,13 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'snapshot diff 0 → 6k clients (`--heapsnapshot-signal=SIGUSR1`) puts ws and net objects at ~1.9 KB per client ' +
     '(Socket, 2 WritableStates, Receiver, WebSocket, Sender) and ours at ~0.5 KB. Closing it needs fewer objects ' +
     'per socket than ws keeps (a Receiver and a Sender each), i.e. a leaner WebSocket layer than ws.',
+  node_heap_kb_per_client:
+    'Varies between runs more than the peers do: 2.48, 3.10 and 2.82 KB in the three full memory runs of one ' +
+    'afternoon (Socket.IO\'s and the bare peer\'s levels repeated to 0.1 MB), 2.53-2.65 KB by hand (fill 6k then ' +
+    '18k, two forced GCs, /metrics). By space, 6k → 18k by hand: old space +33.5 MB (2.7 KB per client), large ' +
+    'objects −1.9 MB, code and bytecode ±1 MB. What a client holds (heap snapshot diff): ws and net objects ~1.9 KB, ' +
+    'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
+    '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
     'The node spends ~160 µs of CPU per client; with wsload on the same 2 cores it is ~80% busy. Profile under ' +
     '`wsload churn ws://… -c 100 -w 2 -d 8 --register announcements --per-client --tokens both`: write system calls ' +
@@ -58,6 +65,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '(0.6 s alone). It then takes clients back at 2,500-3,500/s: each is a connect, two JWTs, a REGISTER and a Redis ' +
     'write on a JIT-cold process, with wsload\'s reconnecting workers at 100-140% CPU; 18,000 at that rate is ' +
     '5-7 s after a ~4.5 s gap. Measured by hand with the restart scenario\'s wsload command and `kill -TERM`. ' +
+    'Tried in the SDK and reverted: after a failed attempt, exponential backoff from a short first wait instead of ' +
+    'another 1-5 s: most clients were back ~1 s sooner, but those that failed several times waited up to 5 s each ' +
+    'and all back went to 12.5-19.8 s (11.8-14.3 s without). ' +
     'Would close it: an intake of 6,000 clients/s (the churn figure), or a restart that starts the new process ' +
     'before the old one drains (both listening with SO_REUSEPORT), so that there is no gap.',
 };

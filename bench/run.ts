@@ -55,6 +55,8 @@ function keepEarlierRun(): void {
   if (earlier.quick !== QUICK) return;
   Object.assign(results.figures, earlier.figures);
   Object.assign(results.memory, earlier.memory);
+  // The failover scenarios measured again replace their series; the others' stay for the chart.
+  if (earlier.reconnect) results.reconnect = { ...earlier.reconnect };
   // A scenario measured again replaces its earlier runs, also those it no longer makes (a changed design).
   const again = [...ONLY!];
   for (const [key, run] of Object.entries(earlier.runs ?? {})) {

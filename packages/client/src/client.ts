@@ -1,7 +1,7 @@
 /**
  * HeraldClient: the typed client SDK for the Herald gateway, for browsers and Node, on the standard WebSocket.
  * It connects with the two tokens, registers and unregisters, delivers notifications, and keeps the
- * connection: after any close that is not final it waits (backoff.ts), connects again with fresh tokens
+ * connection: after any close that is not final it waits (full jitter), connects again with fresh tokens
  * if it has a way to get them, and registers everything the application still holds. docs/client.md.
  */
 import {
@@ -16,7 +16,7 @@ import {
   type UnregisterReply,
   type WireError,
 } from '@herald/protocol';
-import { reconnectDelay, retryDelay } from './backoff.ts';
+import { reconnectDelay } from './backoff.ts';
 import { Connection, HeraldError, type ConnectionHandlers, type Ended, type Notification } from './connection.ts';
 import { Emitter, iterate, type Listener } from './emitter.ts';
 import { settingsOf, type ConnectOptions, type Settings } from './options.ts';
@@ -183,7 +183,7 @@ export class HeraldClient {
 
   /** Attempts until one opens or the client must stop. `attempt` counts reconnect attempts (0: the first connect). */
   async #run(reason: TokenReason, attempt: number, delayMs: number): Promise<void> {
-    for (let failures = 1; ; failures++) {
+    for (;;) {
       if (delayMs > 0) await this.#sleep(delayMs);
       let ended: Ended | undefined;
       try {
@@ -194,7 +194,7 @@ export class HeraldClient {
         return this.#finish({ code: 1006, reason: failure.message, errors: [] }, failure);
       }
       if (ended === undefined) return;
-      const next = this.#afterEnd(ended, attempt + 1, failures);
+      const next = this.#afterEnd(ended, attempt + 1);
       if (next === undefined) return;
       [reason, attempt, delayMs] = [reasonAfter(ended), attempt + 1, next];
     }
@@ -258,10 +258,9 @@ export class HeraldClient {
 
   /**
    * Decide whether to try again, and tell the application once `state` says so; answers the wait before
-   * the next attempt (backoff.ts: after a drop, or after `failures` failed attempts in a row), or undefined
-   * when the client has stopped.
+   * the next attempt, or undefined when the client has stopped.
    */
-  #afterEnd(ended: Ended, nextAttempt: number, failures = 0): number | undefined {
+  #afterEnd(ended: Ended, nextAttempt: number): number | undefined {
     const { refreshable, maxAttempts, retryFirstConnect, minDelayMs, maxDelayMs } = this.#settings;
     const willReconnect =
       this.#stopped === undefined &&
@@ -270,11 +269,7 @@ export class HeraldClient {
       shouldReconnect(ended.code) &&
       // Without getTokens the same expired token would only be refused again.
       (ended.code !== CloseCode.TOKEN_EXPIRED || refreshable);
-    const delayMs = !willReconnect
-      ? undefined
-      : failures === 0
-        ? reconnectDelay(minDelayMs, maxDelayMs)
-        : retryDelay(failures, minDelayMs, maxDelayMs);
+    const delayMs = willReconnect ? reconnectDelay(minDelayMs, maxDelayMs) : undefined;
     if (!willReconnect) this.#finish(ended);
     else if (this.#everOpen) this.#state = 'reconnecting';
     this.#events.emit('disconnected', { ...ended, willReconnect, delayMs });

@@ -13,5 +13,5 @@ export {
   type RegisterResult,
   type UnregisterResult,
 } from './client.ts';
-export { reconnectDelay, retryDelay } from './backoff.ts';
+export { reconnectDelay } from './backoff.ts';
 export { jwtExpiresAt, type GetTokens, type TokenReason, type Tokens } from './tokens.ts';

@@ -12,7 +12,7 @@ export interface ConnectOptions {
   getTokens?: GetTokens | undefined;
   /** Call getTokens this long before the held tokens expire (JWT `exp`), and reuse fresh tokens on reconnect. */
   refreshBeforeExpiryMs?: number | undefined;
-  /** Bounds of the random wait after a drop (a failed attempt waits less, then backs off: backoff.ts). Defaults 1000 and 5000. */
+  /** Bounds of the random wait before each reconnect attempt. Defaults 1000 and 5000. */
   minDelayMs?: number | undefined;
   maxDelayMs?: number | undefined;
   /** Reconnect attempts in a row before giving up; 0 never reconnects. Default: unlimited. */

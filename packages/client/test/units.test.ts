@@ -1,7 +1,7 @@
 /** The client's pure parts: the reconnect delay, reading a JWT's expiry, the handle table. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jwtExpiresAt, reconnectDelay, retryDelay } from '../src/index.ts';
+import { jwtExpiresAt, reconnectDelay } from '../src/index.ts';
 import { Subscriptions } from '../src/subscriptions.ts';
 import { msUntilRefresh } from '../src/tokens.ts';
 
@@ -14,15 +14,6 @@ test('reconnectDelay: full jitter between the bounds, inclusive', () => {
     const delay = reconnectDelay(1000, 5000);
     assert.ok(delay >= 1000 && delay <= 5000, String(delay));
   }
-});
-
-test('retryDelay: full jitter up to minDelayMs after a failed attempt, doubling per failure up to maxDelayMs', () => {
-  const ceilings = [1, 2, 3, 4, 5, 6].map((failures) => retryDelay(failures, 1000, 5000, () => 1));
-  assert.deepEqual(ceilings, [1000, 2000, 4000, 5000, 5000, 5000]);
-  assert.equal(retryDelay(1, 1000, 5000, () => 0), 0);
-  assert.equal(retryDelay(2, 1000, 5000, () => 0.5), 1000);
-  // minDelayMs 0 still waits: a refused node is not retried in a tight loop.
-  assert.equal(retryDelay(1, 0, 0, () => 1), 100);
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;

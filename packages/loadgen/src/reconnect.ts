@@ -3,11 +3,10 @@
  * whose socket the node closed (1001 while it drains, 1006 when it died) waits a random time between the
  * bounds (the SDK's full jitter, `reconnectDelay`), connects again through the same URL with the same
  * tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a draining node or from admission
- * under a storm, ECONNREFUSED while the node is down, a timeout) waits as the SDK does after a failed
- * attempt (`retryDelay`: short, then doubling) and tries again, until the run ends. Also here: what the
- * report says about it.
+ * under a storm, ECONNREFUSED while the node is down, a timeout) waits again and tries again, until the
+ * run ends. Also here: what the report says about it.
  */
-import { reconnectDelay, retryDelay } from '@herald/client';
+import { reconnectDelay } from '@herald/client';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
@@ -36,8 +35,6 @@ export class Reconnector implements ClientObserver {
   readonly #options: (index: number) => ClientOptions;
   /** Client index → clockMs of its drop, while it is away. */
   readonly #droppedAt = new Map<number, number>();
-  /** Client index → attempts failed in a row since its drop (the SDK's retryDelay backs off on them). */
-  readonly #failures = new Map<number, number>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #attempts = new Set<LoadClient>();
   #closed = false;
@@ -51,17 +48,17 @@ export class Reconnector implements ClientObserver {
   /** A held client's socket was closed by the other side at `atMs`: bring it back. */
   dropped(client: LoadClient, atMs: number): void {
     this.#droppedAt.set(client.index, atMs);
-    this.#retry(client, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
+    this.#retry(client);
   }
 
-  #retry(previous: LoadClient, delayMs: number): void {
+  #retry(previous: LoadClient): void {
     if (this.#closed) return;
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
       const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index));
       this.#attempts.add(attempt);
       attempt.start();
-    }, delayMs);
+    }, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
     this.#timers.add(timer);
   }
 
@@ -69,16 +66,13 @@ export class Reconnector implements ClientObserver {
     this.#attempts.delete(attempt);
     const awayMs = clockMs() - (this.#droppedAt.get(attempt.index) ?? clockMs());
     this.#droppedAt.delete(attempt.index);
-    this.#failures.delete(attempt.index);
     this.#host.back(attempt, awayMs);
   }
 
   failed(attempt: LoadClient, reason: string): void {
     this.#attempts.delete(attempt);
     this.#host.retryFailed(reason);
-    const failures = (this.#failures.get(attempt.index) ?? 0) + 1;
-    this.#failures.set(attempt.index, failures);
-    this.#retry(attempt, retryDelay(failures, this.#policy.minDelayMs, this.#policy.maxDelayMs));
+    this.#retry(attempt);
   }
 
   /** A client that came back was dropped again: the host counts it, and hands it back through `dropped`. */
