@@ -59,6 +59,12 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'share the 2 cores: ~270 ms of writes on one core at best, plus the yields every 256 writes (fanOutChunk) that ' +
     'keep one-person notifications within 20 ms during the broadcast. Would close it: the load generators on other ' +
     'cores, or writes batched below Node\'s per-socket write.',
+  person_during_broadcast_ms:
+    'Noisy around the target: 19.6 ms and 31.2 ms in this afternoon\'s two full runs, 21-22 ms before. The fan-out ' +
+    'yields to the event loop every 256 writes (websocket.fanOutChunk), so a one-person emit that arrives during a ' +
+    'broadcast waits for at most one chunk of writes (~4 ms at ~15 µs a write) plus whatever else is queued; the ' +
+    'four wsload processes on the same 2 cores decide the rest. 1024 per chunk read 53 ms. A smaller chunk (128) ' +
+    'would cut the wait at the cost of more yields per broadcast.',
   restart_all_back_s:
     'The node drains its 18,000 clients in ~2.3 s (256 every 20 ms; 5 ms tried: drained in 1.7 s, all back no ' +
     'sooner), exits, and the new process is ready 1.3-1.8 s after it starts while wsload\'s retries hold the cores ' +
