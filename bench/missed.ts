@@ -56,15 +56,14 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
     'One write system call per recipient, ~15 µs each while three wsload processes holding the 18,000 clients ' +
-    'share the 2 cores: ~270 ms of writes on one core at best, plus the yields every 256 writes (fanOutChunk) that ' +
+    'share the 2 cores: ~270 ms of writes on one core at best, plus the yields every 128 writes (fanOutChunk) that ' +
     'keep one-person notifications within 20 ms during the broadcast. Would close it: the load generators on other ' +
     'cores, or writes batched below Node\'s per-socket write.',
   person_during_broadcast_ms:
-    'Noisy around the target: 19.6 ms and 31.2 ms in this afternoon\'s two full runs, 21-22 ms before. The fan-out ' +
-    'yields to the event loop every 256 writes (websocket.fanOutChunk), so a one-person emit that arrives during a ' +
-    'broadcast waits for at most one chunk of writes (~4 ms at ~15 µs a write) plus whatever else is queued; the ' +
-    'four wsload processes on the same 2 cores decide the rest. 1024 per chunk read 53 ms. A smaller chunk (128) ' +
-    'would cut the wait at the cost of more yields per broadcast.',
+    'Noisy around the target. With 256 writes per chunk: 19.6, 31.2, 21.4 and 18.8 ms over four runs; with 128 ' +
+    '(websocket.fanOutChunk, now the default): 16.4, 15.9 and 9.1 ms. A one-person emit that arrives during a broadcast ' +
+    'waits for a chunk of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload processes on ' +
+    'the same 2 cores decide the rest.',
   restart_all_back_s:
     'The node drains its 18,000 clients in ~2.3 s (256 every 20 ms; 5 ms tried: drained in 1.7 s, all back no ' +
     'sooner), exits, and the new process is ready 1.3-1.8 s after it starts while wsload\'s retries hold the cores ' +

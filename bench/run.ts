@@ -63,7 +63,10 @@ function keepEarlierRun(): void {
     if (!again.some((name) => key.split(' ').includes(name))) results.runs[key] = run;
   }
   results.commands.push(...(earlier.commands ?? []));
-  results.startedAt = `${earlier.startedAt ?? '?'}, with ${[...ONLY!].join(', ')} measured again on ${results.startedAt}`;
+  // "<full run>, with <scenarios> measured again on <date>, ...": a scenario list measured again replaces its own.
+  const remeasured = `with ${again.join(', ')} measured again on `;
+  const history = (earlier.startedAt ?? '?').split(', with ').map((part, i) => (i === 0 ? part : `with ${part}`));
+  results.startedAt = [...history.filter((part) => !part.startsWith(remeasured)), `${remeasured}${results.startedAt}`].join(', ');
 }
 let redis: Redis | undefined;
 const sampler = new Sampler(async () => (redis ? Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]) : undefined));

@@ -26,8 +26,8 @@ const websocket = z
     pingIntervalMs: z.number().int().min(100).default(60_000),
     /** Distinct subscriptions one connection may hold. Default 100. */
     maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
-    /** Recipients written before a fan-out yields to the event loop: a person's emit waits one chunk at most. Default 256. */
-    fanOutChunk: z.number().int().min(1).default(256),
+    /** Recipients written before a fan-out yields to the event loop: a person's emit waits one chunk at most. Default 128. */
+    fanOutChunk: z.number().int().min(1).default(128),
   })
   .strict();
 
