@@ -126,11 +126,13 @@ export class RedisBroker implements Broker {
       }
       for (const ids of await Promise.all(late)) for (const id of ids) nodes.add(id);
       if (nodes.size === 0) return 0;
-      const message = Buffer.from(`${event}\n${JSON.stringify(eventData)}`);
+      // Serialised only for another node: an emit for this node's own clients (one node, or the usual one
+      // recipient) needs no copy of eventData.
+      let message: Buffer | undefined;
       const sends: Promise<unknown>[] = [];
       for (const nodeId of nodes) {
         if (nodeId === this.nodeId) this.#onDelivery(event, eventData);
-        else sends.push(redis.spublish(this.#keys.channel(nodeId), message));
+        else sends.push(redis.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${event}\n${JSON.stringify(eventData)}`))));
       }
       await Promise.all(sends);
       return nodes.size;
