@@ -49,4 +49,9 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+
+  /** "invalid configuration:" and a line per field: how every refused setting is reported. */
+  static forFields(problems: ReadonlyArray<readonly [field: string, problem: string]>): ConfigError {
+    return new ConfigError(`invalid configuration:\n${problems.map(([field, problem]) => `  ${field}: ${problem}`).join('\n')}`);
+  }
 }

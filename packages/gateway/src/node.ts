@@ -196,5 +196,5 @@ function nodeIdOf(given: string | undefined): string {
   const checked = nodeIdSchema.safeParse(id);
   if (checked.success) return id;
   const problems = checked.error.issues.map((issue) => issue.message).join('; ');
-  throw new ConfigError(`invalid configuration:\n  HERALD_NODE_ID: ${problems}, got ${JSON.stringify(id)}`);
+  throw ConfigError.forFields([['HERALD_NODE_ID', `${problems}, got ${JSON.stringify(id)}`]]);
 }

@@ -44,8 +44,7 @@ export function loadConfigFile(file: string, overrides: ConfigOverrides = {}): R
 export function parseConfig(raw: unknown, baseDir: string, overrides: ConfigOverrides = {}): Readonly<Config> {
   const result = configSchema.safeParse(withOverrides(raw, overrides));
   if (!result.success) {
-    const lines = result.error.issues.map((issue) => `  ${issue.path.join('.') || '(root)'}: ${issue.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+    throw ConfigError.forFields(result.error.issues.map((issue) => [issue.path.join('.') || '(root)', issue.message]));
   }
   const config = result.data;
   resolveFiles(config, baseDir);
@@ -107,20 +106,17 @@ function checkReferences(config: Config): void {
   for (const [name, { bind }] of Object.entries(config.events)) {
     for (const [field, column] of Object.entries(bind)) {
       if (!selected.has(column)) {
-        throw new ConfigError(
-          `invalid configuration:\n  events.${name}.bind.${field}: column ${column} is in no token generator's select, ` +
-            'so no person token could carry it',
-        );
+        throw ConfigError.forFields([
+          [`events.${name}.bind.${field}`, `column ${column} is in no token generator's select, so no person token could carry it`],
+        ]);
       }
     }
   }
   for (const [name, generator] of Object.entries(config.tokenGenerators)) {
     const collections = config.instances[generator.instance]?.databases[generator.database]?.collections;
     if (!collections?.[generator.collection]) {
-      throw new ConfigError(
-        `invalid configuration:\n  tokenGenerators.${name}: no collection ` +
-          `${generator.instance}/${generator.database}/${generator.collection} is declared under instances`,
-      );
+      const collection = `${generator.instance}/${generator.database}/${generator.collection}`;
+      throw ConfigError.forFields([[`tokenGenerators.${name}`, `no collection ${collection} is declared under instances`]]);
     }
   }
 }

@@ -80,11 +80,12 @@ export class RouteRegistry {
     const key = this.#keys.routeBuckets;
     const recorded = await this.#redis.set(key, this.#buckets, 'NX', 'GET');
     if (recorded === null || Number(recorded) === this.#buckets) return;
-    throw new ConfigError(
-      `invalid configuration:\n  redis.routeBuckets: this node has ${this.#buckets}, but the fleet on this Redis uses ` +
-        `${recorded} (recorded in ${key}). Every node of a fleet must use the same count; to change it, stop every ` +
-        `node, delete ${key}, and start them all with the new count.`,
-    );
+    throw ConfigError.forFields([[
+      'redis.routeBuckets',
+      `this node has ${this.#buckets}, but the fleet on this Redis uses ${recorded} (recorded in ${key}). Every node ` +
+        `of a fleet must use the same count; to change it, stop every node, delete ${key}, and start them all with ` +
+        'the new count.',
+    ]]);
   }
 
   async add(routeKey: string): Promise<void> {
