@@ -195,7 +195,7 @@ export class WebSocketTransport implements SessionHandler {
     const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
     metrics.refusals.inc({ code: error.code });
     metrics.closes.inc({ code: String(code) });
-    socket.send(encodeErrors('TOKEN_VALIDATION', [error.toWire()]));
+    writeFrame(socket, textFrame(encodeErrors('TOKEN_VALIDATION', [error.toWire()])));
     socket.close(code, error.code);
   }
 
