@@ -46,15 +46,16 @@ async function drain(group: ClientGroup, expected: number, graceS: number): Prom
 }
 
 /**
- * Until listeners were dropped and none is away any more, or `seconds` passed. Once a second: a snapshot
- * serialises every worker's histograms, and the workers are busiest during the very return this waits for;
- * the figures come from the clients' own timestamps, not from when this notices.
+ * Until listeners were dropped and none is away any more, or `seconds` passed. It reads the progress tick's
+ * latest snapshot rather than taking its own: a snapshot serialises every worker's histograms, and the workers
+ * are busiest during the very return this waits for. The figures come from the clients' own timestamps, not
+ * from when this notices.
  */
-async function awaitReturn(group: ClientGroup, seconds: number, signal: AbortSignal | undefined): Promise<void> {
+async function awaitReturn(latest: () => PoolSnapshot | undefined, seconds: number, signal: AbortSignal | undefined): Promise<void> {
   const until = performance.now() + seconds * 1000;
   for (;;) {
-    const { dropped, back } = await group.snapshot();
-    if ((dropped > 0 && back === dropped) || performance.now() >= until || signal?.aborted) return;
+    const snapshot = latest();
+    if ((snapshot && snapshot.dropped > 0 && snapshot.back === snapshot.dropped) || performance.now() >= until || signal?.aborted) return;
     await pause(1000, signal);
   }
 }
@@ -82,8 +83,9 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const emits = new RateSamples();
   const notifications = new RateSamples();
   let running: Emitter | undefined;
+  let latest: PoolSnapshot | undefined;
   progress.start(async (elapsedS) => {
-    const snapshot = await group.snapshot();
+    const snapshot = (latest = await group.snapshot());
     const away = reconnect ? `, ${count(snapshot.dropped)} dropped, ${count(snapshot.dropped - snapshot.back)} away` : '';
     const head = `notify ${elapsedS.toFixed(0)}s: ${count(snapshot.ready)}/${count(options.clients)} listeners ready, ${count(snapshot.failed)} failed${away}`;
     if (!running) return head;
@@ -96,7 +98,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const listeners = await group.snapshot(true);
     const audience = audienceOf(listeners, options.broadcast);
     if (audience.weights.every((weight) => weight === 0)) throw new Error(`no listener is ready: ${JSON.stringify(listeners.failures)}`);
-    if (options.awaitReturnS > 0) await awaitReturn(group, options.awaitReturnS, signal);
+    if (options.awaitReturnS > 0) await awaitReturn(() => latest, options.awaitReturnS, signal);
     if (options.warmupS > 0 && !signal?.aborted) {
       const warm = await emitter(options, roster.apiToken, audience, options.warmupS).run(signal);
       await drain(group, warm.expected, options.graceS);
