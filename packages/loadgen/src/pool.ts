@@ -44,13 +44,6 @@ export interface ClientGroup {
   close(): Promise<void>;
 }
 
-/** Let every client of the group go at once; answers when (ISO), so that a bench can time what the node does after. */
-export async function leave(group: ClientGroup): Promise<string> {
-  const at = new Date().toISOString();
-  await group.close();
-  return at;
-}
-
 const PACE_MS = 5;
 
 export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
