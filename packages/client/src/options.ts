@@ -34,9 +34,13 @@ export interface Settings {
   retryFirstConnect: boolean;
 }
 
+/** The bounds of the random wait before a reconnect attempt, when the application gives none. */
+export const DEFAULT_MIN_DELAY_MS = 1000;
+export const DEFAULT_MAX_DELAY_MS = 5000;
+
 export function settingsOf(options: ConnectOptions): Settings {
   const { url, apiToken, personToken, getTokens, refreshBeforeExpiryMs } = options;
-  const { minDelayMs = 1000, maxDelayMs = 5000, maxAttempts = Infinity, retryFirstConnect = false } = options;
+  const { minDelayMs = DEFAULT_MIN_DELAY_MS, maxDelayMs = DEFAULT_MAX_DELAY_MS, maxAttempts = Infinity, retryFirstConnect = false } = options;
   if (!(minDelayMs >= 0 && maxDelayMs >= minDelayMs)) throw new RangeError('need 0 <= minDelayMs <= maxDelayMs');
   if (!(maxAttempts >= 0)) throw new RangeError('maxAttempts must be 0 or more');
   if (refreshBeforeExpiryMs !== undefined && !getTokens) throw new TypeError('refreshBeforeExpiryMs needs getTokens');

@@ -1,5 +1,6 @@
 /** The command line of wsload, turned into checked options for each command. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '@herald/client';
 import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
@@ -12,7 +13,7 @@ export const USAGE = `usage:
                 [--broadcast] [--register EVENT] [--ws URL] [--await-return S]
 
   dropped clients come back (fill, listen, notify): [--reconnect] each after a random wait of
-          [--reconnect-min 1] to [--reconnect-max 5] seconds, as the client SDK does; notify --await-return S
+          [--reconnect-min ${DEFAULT_MIN_DELAY_MS / 1000}] to [--reconnect-max ${DEFAULT_MAX_DELAY_MS / 1000}] seconds, as the client SDK does; notify --await-return S
           (implies --reconnect) waits up to S seconds for listeners to be dropped and all back before emitting
 
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
@@ -102,8 +103,9 @@ const COMMON = {
 /** For the commands that hold clients (fill, listen, notify). */
 const RECONNECT = {
   reconnect: { type: 'boolean', default: false },
-  'reconnect-min': { type: 'string', default: '1' },
-  'reconnect-max': { type: 'string', default: '5' },
+  // The SDK's own defaults: the clients come back as an application's would.
+  'reconnect-min': { type: 'string', default: String(DEFAULT_MIN_DELAY_MS / 1000) },
+  'reconnect-max': { type: 'string', default: String(DEFAULT_MAX_DELAY_MS / 1000) },
 } satisfies ParseArgsConfig['options'];
 
 const EXTRA = {

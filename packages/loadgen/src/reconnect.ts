@@ -64,7 +64,8 @@ export class Reconnector implements ClientObserver {
 
   ready(attempt: LoadClient): void {
     this.#attempts.delete(attempt);
-    const awayMs = clockMs() - (this.#droppedAt.get(attempt.index) ?? clockMs());
+    // Set by `dropped` before the first attempt.
+    const awayMs = clockMs() - this.#droppedAt.get(attempt.index)!;
     this.#droppedAt.delete(attempt.index);
     this.#host.back(attempt, awayMs);
   }
