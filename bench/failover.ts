@@ -17,17 +17,16 @@
  * N is 18,000 (3,000 with --quick). Ports 25110-25129, below the ephemeral range. Logs in the run directory.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { keyspace } from '../packages/gateway/src/broker/redis/keys.ts';
 import type { RunReport } from '@herald/loadgen/src/report.ts';
-import { GATEWAY_NODE_ARGS, metric, start, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
+import { GATEWAY_NODE_ARGS, metric, start, startLoad, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
 import type { Results } from './report.ts';
 
 export interface FailoverContext {
+  /** A smaller run: 3,000 clients, 5 s of emits. */
   quick: boolean;
-  /** Clients held through the scenario; default 18,000, or 3,000 with `quick`. */
-  clients?: number;
   runDir: string;
   sampler: Sampler;
   results: Results;
@@ -53,7 +52,7 @@ const AWAIT_RETURN_S = 120;
 /** The Redis keys of the fleet, under the prefix a node uses (`gw`). */
 const KEYS = keyspace('gw');
 
-const clientsOf = (ctx: FailoverContext): number => ctx.clients ?? (ctx.quick ? 3000 : 18_000);
+const clientsOf = (ctx: FailoverContext): number => (ctx.quick ? 3000 : 18_000);
 const message = (error: unknown): string => (error as Error).message;
 
 /** A figure the scenario waits on; NaN (never equal, never larger) while the node does not report it. */
@@ -74,22 +73,14 @@ interface Clients {
 
 /** wsload notify in the background: `clients` listeners that come back when dropped; `emitS` of emits once all are back. */
 function startClients(ctx: FailoverContext, name: string, http: string, clients: number, emitS: number): Clients {
-  const json = `${ctx.runDir}/${name}-${Date.now()}.json`;
   const args = ['notify', http, '--clients', String(clients), '--connect-rate', String(CONNECT_RATE), '--await-return', String(AWAIT_RETURN_S),
-    '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--per-worker', String(CLIENTS_PER_WORKER), '--quiet', '--json', json];
-  ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.slice(0, -2).join(' ')}`);
-  const proc = start(`wsload-${name}`, 'node', [WSLOAD, ...args], {}, `${ctx.runDir}/wsload-${name}.log`);
-  ctx.sampler.watch('wsload', proc.child.pid!);
+    '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--per-worker', String(CLIENTS_PER_WORKER)];
+  ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.join(' ')}`);
+  const jsonFile = `${ctx.runDir}/${name}-${Date.now()}.json`;
   const timeoutS = clients / CONNECT_RATE + AWAIT_RETURN_S + emitS + 120;
-  const timer = setTimeout(() => void stop(proc, 'SIGKILL'), timeoutS * 1000);
-  const done = proc.exited.then(() => {
-    clearTimeout(timer);
-    if (proc.child.exitCode !== 0) throw new Error(`wsload exited with ${proc.child.exitCode ?? proc.child.signalCode}; see wsload-${name}.log`);
-    return JSON.parse(readFileSync(json, 'utf8')) as RunReport;
-  });
-  // A scenario that fails before it awaits `done` stops wsload on its way out: that rejection is already reported.
-  done.catch(() => {});
-  return { proc, done };
+  const { proc, done } = startLoad(`wsload-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/wsload-${name}.log`, timeoutS, jsonFile });
+  ctx.sampler.watch('wsload', proc.child.pid!);
+  return { proc, done: done as Promise<RunReport> };
 }
 
 /** Seconds from `fromMs` to `toMs`, as a figure. */
@@ -190,9 +181,11 @@ async function startBalancer(ctx: FailoverContext, clients: number): Promise<Pro
 
 interface FleetNode { id: string; port: number; proc: Proc }
 
-async function busiest(nodes: FleetNode[]): Promise<FleetNode> {
+/** The node holding the most connections, and how many. */
+async function busiest(nodes: FleetNode[]): Promise<[FleetNode, number]> {
   const held = await Promise.all(nodes.map((node) => count(node.port, 'herald_connections')));
-  return nodes[held.indexOf(Math.max(...held))]!;
+  const most = Math.max(...held);
+  return [nodes[held.indexOf(most)]!, most];
 }
 
 export async function killScenario(ctx: FailoverContext): Promise<void> {
@@ -214,8 +207,7 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     mine.push(load.proc);
     const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
     await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000);
-    const victim = await busiest(nodes);
-    const held = await count(victim.port, 'herald_connections');
+    const [victim, held] = await busiest(nodes);
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');
     const swept = waitFor(`${victim.id} swept from Redis`, async () =>

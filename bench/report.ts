@@ -224,7 +224,7 @@ ${memoryTable(r)}
 \`\`\`sh
 make bench-quick     # node bench/run.ts --quick
 make bench           # node bench/run.ts
-${[...new Set(r.commands)].join('\n')}
+${r.commands.join('\n')}
 \`\`\`
 
 ## Machine

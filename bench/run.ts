@@ -14,7 +14,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
-import { GATEWAY_NODE_ARGS, metric, sleep, start, startRedis, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
+import { GATEWAY_NODE_ARGS, metric, sleep, start, startLoad, startRedis, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
 import { writeReport, type Level, type Results } from './report.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -82,18 +82,13 @@ function median(values: number[]): number | undefined {
 }
 const prefix = (t: Target): string => (t.name === 'gateway' ? '' : `${t.name}_`);
 
-/** A load generator run to its end; its JSON (wsload --json, or peer-load's last stdout line). */
-async function runLoad(t: Target, args: string[], timeoutS: number): Promise<Record<string, any>> {
-  const json = `${RUN_DIR}/${t.name}-${args[0]}-${Date.now()}.json`;
-  const [command, argv] = t.name === 'gateway' ? [WSLOAD, [...args, '--quiet', '--json', json]] : [PEER_LOAD, args];
+/** A load generator run to its end; its report (wsload --json, or peer-load's last stdout line). */
+function runLoad(t: Target, args: string[], timeoutS: number): Promise<Record<string, any>> {
+  const [script, jsonFile] = t.name === 'gateway' ? [WSLOAD, `${RUN_DIR}/${t.name}-${args[0]}-${Date.now()}.json`] : [PEER_LOAD, undefined];
   // As one would type it: without the file the bench collects the output in.
-  results.commands.push(`node ${command.replace(ROOT, '')} ${args.join(' ')}`);
-  const proc = start(`load-${t.name}`, 'node', [command, ...argv], {}, `${RUN_DIR}/load-${t.name}.log`);
-  const timer = setTimeout(() => void stop(proc, 'SIGKILL'), timeoutS * 1000);
-  await proc.exited;
-  clearTimeout(timer);
-  if (proc.child.exitCode !== 0) throw new Error(`${t.name} ${args[0]} exited with ${proc.child.exitCode ?? proc.child.signalCode}`);
-  return t.name === 'gateway' ? JSON.parse(readFileSync(json, 'utf8')) : JSON.parse(proc.stdout.trim().split('\n').at(-1)!);
+  results.commands.push(`node ${script.replace(ROOT, '')} ${args.join(' ')}`);
+  const argv = jsonFile ? [...args, '--quiet', '--json', jsonFile] : args;
+  return startLoad(`load-${t.name}`, script, argv, { logFile: `${RUN_DIR}/load-${t.name}.log`, timeoutS, jsonFile }).done;
 }
 
 async function serverStats(t: Target): Promise<{ clients: number; heapUsed: number | undefined }> {
@@ -214,7 +209,6 @@ async function broadcastScenario(t: Target): Promise<void> {
   const everyone = LEVELS.at(-1)!;
   sampler.phase = `${t.name} broadcast-18k`;
   const broadcasts = runLoad(t, ['notify', http, '--clients', String(everyone), '--per-worker', '6000', '-c', '1', '-R', '1', '-d', '10', '--broadcast'], 300);
-  broadcasts.catch(() => {}); // awaited below; a failure of the person run must not leave it unhandled
   await waitFor(`${everyone} listeners`, async () => (await serverStats(t)).clients >= everyone, 120_000);
   // Another event: the broadcast's listeners, without criteria, would get every `announcements` emit too.
   const person = await runLoad(t, ['notify', http, '--clients', '100', '--register', 'order-updates', '-c', '1', '-R', '100', '-d', '5'], 120);
@@ -336,6 +330,8 @@ try {
   sampler.close();
   await stopAll();
   results.samples = sampler.samples;
+  // A command run twice (each rate run, an earlier run kept by --only) is listed once.
+  results.commands = [...new Set(results.commands)];
   // Figures at the top level, by name, so a reader (or CI) finds them without knowing the layout.
   writeFileSync(`${OUT_DIR}/results.json`, `${JSON.stringify({ ...results.figures, ...results }, null, 2)}\n`);
   writeReport(results, OUT_DIR);
