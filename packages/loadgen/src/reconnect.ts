@@ -20,12 +20,13 @@ export interface ReconnectPolicy {
   maxDelayMs: number;
 }
 
-/** The pool whose clients come back: it puts a returning client in its place and counts what happened. */
-export interface ReconnectHost {
+/**
+ * The pool whose clients come back: it puts a returning client in its place and counts what happened. A client
+ * that is back closes and is told notifications as any of the pool's clients (ClientObserver's own callbacks).
+ */
+export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notification'> {
   back(client: LoadClient, awayMs: number): void;
   retryFailed(reason: string): void;
-  closed(client: LoadClient, code: number): void;
-  notification(client: LoadClient, frame: Buffer): void;
 }
 
 /** Observes the reconnect attempts: a new LoadClient per attempt, with the dropped client's index and plan. */
