@@ -112,9 +112,9 @@ export class RedisBroker implements Broker {
     const redis = this.#connection.commands;
     try {
       const guessed = this.#shapesSeen.get(event) ?? [];
-      const [shapes, guessedNodes] = await Promise.all([
+      const [shapes, ...guessedNodes] = await Promise.all([
         redis.smembers(this.#keys.shapes(event)),
-        Promise.all(guessed.map((shapeKey) => this.#nodesOf(event, shapeKey, eventData))),
+        ...guessed.map((shapeKey) => this.#nodesOf(event, shapeKey, eventData)),
       ]);
       this.#shapesSeen.set(event, shapes);
       const nodes = new Set<string>();
