@@ -6,8 +6,10 @@
  * lost is counted in one place. The bench does to the nodes what a deploy or a crash does, and watches the
  * nodes and Redis for what follows.
  *
- *   restart  one node on Redis, N clients: SIGTERM (the node takes its routes out of Redis, then closes its
- *            sockets with 1001 in batches), start it again on the same port. All back after, away p50/p99; then
+ *   restart  one node on Redis, N clients: a new node process on the same port (server.reusePort), then SIGTERM
+ *            to the old one (it stops listening, takes its routes out of Redis, then closes its sockets with 1001
+ *            in batches); then again with the new process started only once the old one has exited (restart_cold,
+ *            for comparison). All back after, away p50/p99; then
  *            1,000 notifications a second for 20 s (5 s quick), each for one client: none may be lost. Then every
  *            client leaves at once: the node's sockets all closed after, Redis back to no client after.
  *   kill     three nodes on Redis behind HAProxy (the config `make cluster` renders), N clients through it: kill -9
@@ -58,9 +60,13 @@ const message = (error: unknown): string => (error as Error).message;
 /** A figure the scenario waits on; NaN (never equal, never larger) while the node does not report it. */
 const count = async (port: number, name: string): Promise<number> => (await metric(port, name)) ?? NaN;
 
+/**
+ * Ready when it says it listens (logged once, at info; the node logs no line per request): /readyz could be
+ * answered by another node sharing the port.
+ */
 async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
-  const proc = start(name, 'node', [...GATEWAY_NODE_ARGS, GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env }, `${ctx.runDir}/${name}.log`);
-  await waitFor(`${name} on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
+  const proc = start(name, 'node', [...GATEWAY_NODE_ARGS, GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, `${ctx.runDir}/${name}.log`);
+  await waitFor(`${name} on ${port}`, () => proc.stdout.includes('herald gateway listening'), 60_000);
   ctx.sampler.watch(name, proc.child.pid!);
   return proc;
 }
@@ -87,7 +93,7 @@ function startClients(ctx: FailoverContext, name: string, http: string, clients:
 const seconds = (fromMs: number, toMs: number): number => (toMs - fromMs) / 1000;
 
 /** The figures every failover has: drops, when all were back, away p50/p99; the series for the chart. */
-function recordReturn(ctx: FailoverContext, scenario: 'restart' | 'kill', report: RunReport): void {
+function recordReturn(ctx: FailoverContext, scenario: RestartKind | 'kill', report: RunReport): void {
   const back = report.reconnect;
   if (!back) throw new Error('wsload reported no reconnect figures');
   ctx.results.runs[`gateway ${scenario}`] = report;
@@ -125,39 +131,56 @@ async function stopScenario(procs: Proc[], redis: { proc: Proc; db: Redis } | un
   if (redis) await stop(redis.proc);
 }
 
+/**
+ * How the node is restarted. `restart`, a deploy's: the new process first, on the same port (server.reusePort),
+ * then SIGTERM to the old one, which stops listening, takes its routes out of Redis, closes its sockets with 1001
+ * in batches and exits. `restart_cold`, for comparison: SIGTERM, and the new process once the old one has exited.
+ */
+type RestartKind = 'restart' | 'restart_cold';
+
 export async function restartScenario(ctx: FailoverContext): Promise<void> {
+  await restartOnce(ctx, 'restart');
+  await restartOnce(ctx, 'restart_cold');
+}
+
+async function restartOnce(ctx: FailoverContext, kind: RestartKind): Promise<void> {
   const clients = clientsOf(ctx);
   const { port, redisPort } = RESTART;
   const mine: Proc[] = [];
   let redis: { proc: Proc; db: Redis } | undefined;
   try {
-    ctx.sampler.phase = 'gateway restart';
+    ctx.sampler.phase = `gateway ${kind}`;
     redis = await scenarioRedis(ctx, 'redis-restart', redisPort);
     const { db } = redis;
-    const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}` };
+    const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}`, HERALD_REUSE_PORT: kind === 'restart' ? '1' : '0' };
     const first = await startGateway(ctx, 'gateway-restart', port, env);
     mine.push(first);
     const idleKeys = await db.dbsize();
     const emitS = ctx.quick ? 5 : 20;
-    const load = startClients(ctx, 'restart', `http://127.0.0.1:${port}`, clients, emitS);
+    const load = startClients(ctx, kind, `http://127.0.0.1:${port}`, clients, emitS);
     mine.push(load.proc);
     await waitFor(`${clients} clients registered`, async () => (await count(port, 'herald_subscriptions')) >= clients, 120_000);
-    // Drains (routes out of Redis, 1001 in batches of drain.batchSize) and exits; then the same node again.
-    await stop(first, 'SIGTERM', 40_000);
-    mine.push(await startGateway(ctx, 'gateway-restart', port, env));
+    if (kind === 'restart') {
+      mine.push(await startGateway(ctx, 'gateway-restart-next', port, env));
+      await stop(first, 'SIGTERM', 40_000);
+    } else {
+      await stop(first, 'SIGTERM', 40_000);
+      mine.push(await startGateway(ctx, 'gateway-restart-next', port, env));
+    }
     const leave = watchLeave(port, db, idleKeys, clients, (AWAIT_RETURN_S + emitS + 120) * 1000);
     // wsload's figures even when the watch fails (clients that never came back).
     const [done, left] = await Promise.allSettled([load.done, leave]);
     if (done.status === 'rejected') throw done.reason;
-    recordReturn(ctx, 'restart', done.value);
-    ctx.record('restart_lost', done.value.counts.missing);
+    recordReturn(ctx, kind, done.value);
+    ctx.record(`${kind}_lost`, done.value.counts.missing);
     if (left.status === 'rejected') throw left.reason;
+    if (kind !== 'restart') return;
     // wsload let every client go at once (a TCP reset each) at `leftAt`.
     const leftAt = Date.parse(done.value.leftAt!);
     ctx.record('leave_sockets_closed_s', seconds(leftAt, left.value[0]));
     ctx.record('leave_redis_clean_s', seconds(leftAt, left.value[1]));
   } catch (error) {
-    ctx.results.errors.push(`restart: ${message(error)}`);
+    ctx.results.errors.push(`${kind}: ${message(error)}`);
   } finally {
     await stopScenario(mine, redis);
   }

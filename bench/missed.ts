@@ -65,14 +65,13 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'waits for a chunk of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload processes on ' +
     'the same 2 cores decide the rest.',
   restart_all_back_s:
-    'The node drains its 18,000 clients in ~2.3 s (256 every 20 ms; 5 ms tried: drained in 1.7 s, all back no ' +
-    'sooner), exits, and the new process is ready 1.3-1.8 s after it starts while wsload\'s retries hold the cores ' +
-    '(0.6 s alone). It then takes clients back at 2,500-3,500/s: each is a connect, two JWTs, a REGISTER and a Redis ' +
-    'write on a JIT-cold process, with wsload\'s reconnecting workers at 100-140% CPU; 18,000 at that rate is ' +
-    '5-7 s after a ~4.5 s gap. Measured by hand with the restart scenario\'s wsload command and `kill -TERM`. ' +
-    'Tried in the SDK and reverted: after a failed attempt, exponential backoff from a short first wait instead of ' +
-    'another 1-5 s: most clients were back ~1 s sooner, but those that failed several times waited up to 5 s each ' +
-    'and all back went to 12.5-19.8 s (11.8-14.3 s without). ' +
-    'Would close it: an intake of 6,000 clients/s (the churn figure), or a restart that starts the new process ' +
-    'before the old one drains (both listening with SO_REUSEPORT), so that there is no gap.',
+    'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to the ' +
+    'old one), there is no gap: every client comes back to the new process at its first try. What is left is the ' +
+    'spread and the intake: the old node closes its 18,000 clients over ~2.3 s (256 every 20 ms), each waits its ' +
+    'random 1-5 s, and the new process takes them at ~3,300/s (new process 70-80% CPU, wsload\'s reconnecting workers ' +
+    '~100%, the old one draining at 90% in the first second: the 2 cores are full). Draining faster (5 ms, 0 ms) made ' +
+    'it worse by hand (9.7-11.9 s against 7.7 s): the drops bunch up ahead of the intake. Stopped and then started ' +
+    '(restart_cold), the same clients take ~12 s: the new process listens ~1.5 s after the old one exits, and every ' +
+    'attempt in that gap waits another 1-5 s. Would close it: a cheaper handshake (the intake), or the load generator ' +
+    'on other cores.',
 };

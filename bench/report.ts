@@ -31,7 +31,7 @@ const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
   ['broadcast_1k_vs_socketio', '… × Socket.IO', '≥', 2],
   ['broadcast_18k_last_ms', 'one broadcast to every client (18,000): the last one told, ms', '≤', 200],
   ['person_during_broadcast_ms', '… one-person notifications sent meanwhile (100/s): delivery p99, ms', '≤', 20],
-  ['restart_all_back_s', 'restart of the node: every client back and registered, s after the first drop', '≤', 7],
+  ['restart_all_back_s', 'restart of the node (new process first): every client back and registered, s after the first drop', '≤', 7],
   ['restart_lost', '… then 1,000/s, each for one client: notifications lost', '≤', 0],
   ['kill_all_back_s', 'kill -9 of one of 3 nodes: its clients back, s after the first drop', '≤', 7],
   ['kill_swept_s', '… its entries gone from Redis, s after the kill', '≤', 15],
@@ -68,21 +68,28 @@ function codeTable(r: Results): string {
   return ['| can-connect code | clients/s | of no code | target (issue 5) | met |', '|---|---:|---:|---|---|', ...rows].join('\n');
 }
 
-/** Scenarios 5 and 6 side by side: what the figures table has, and what has no target. */
-const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined]> = [
-  ['clients dropped', 'restart_dropped', 'kill_dropped'],
-  ['every one back and registered, s after the first drop', 'restart_all_back_s', 'kill_all_back_s'],
-  ['away, p50 ms (its own wait of 1 to 5 s counted)', 'restart_away_p50_ms', 'kill_away_p50_ms'],
-  ['away, p99 ms', 'restart_away_p99_ms', 'kill_away_p99_ms'],
-  ['then: notifications lost / % of clients reached', 'restart_lost', 'kill_next_emit_reached_pct'],
-  ["the dead node's entries gone from Redis, s after the kill", undefined, 'kill_swept_s'],
-  ['every client leaves at once: the node closed every socket after, s', 'leave_sockets_closed_s', undefined],
-  ['… and Redis held nothing of them after, s', 'leave_redis_clean_s', undefined],
+/** Scenarios 5 and 6 side by side (the restart both ways): what the figures table has, and what has no target. */
+const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined, string | undefined]> = [
+  ['clients dropped', 'restart_dropped', 'restart_cold_dropped', 'kill_dropped'],
+  ['every one back and registered, s after the first drop', 'restart_all_back_s', 'restart_cold_all_back_s', 'kill_all_back_s'],
+  ['away, p50 ms (its own wait of 1 to 5 s counted)', 'restart_away_p50_ms', 'restart_cold_away_p50_ms', 'kill_away_p50_ms'],
+  ['away, p99 ms', 'restart_away_p99_ms', 'restart_cold_away_p99_ms', 'kill_away_p99_ms'],
+  ['then: notifications lost / % of clients reached', 'restart_lost', 'restart_cold_lost', 'kill_next_emit_reached_pct'],
+  ["the dead node's entries gone from Redis, s after the kill", undefined, undefined, 'kill_swept_s'],
+  ['every client leaves at once: the node closed every socket after, s', 'leave_sockets_closed_s', undefined, undefined],
+  ['… and Redis held nothing of them after, s', 'leave_redis_clean_s', undefined, undefined],
 ];
+
+/** Names of the clients-back series in the chart. */
+const SERIES_NAMES: Record<string, string> = {
+  restart: 'restart, new process first',
+  restart_cold: 'restart, stop then start',
+  kill: 'kill -9, 1 of 3',
+};
 
 function failoverSection(r: Results): string {
   const cell = (name: string | undefined): string => (name === undefined ? '' : fmt(r.figures[name]));
-  const rows = FAILOVER_ROWS.map(([label, restart, kill]) => `| ${label} | ${cell(restart)} | ${cell(kill)} |`);
+  const rows = FAILOVER_ROWS.map(([label, ...names]) => `| ${label} | ${names.map(cell).join(' | ')} |`);
   const clients = (name: string): string => r.reconnect?.[name]?.clients.toLocaleString('en-US') ?? '–';
   return `## A restart, and a kill -9
 
@@ -93,15 +100,19 @@ wsload's clients come back as an application using the client SDK does: a random
 the same URL and tokens, the same REGISTER. Once every dropped client is back, the emitter names each client in turn,
 1,000 a second, and the clients count what arrives (\`wsload notify --await-return\`, bench/failover.ts).
 
-- **restart** (${clients('restart')} clients on one node): SIGTERM (the node takes its routes out of Redis, then closes its
-  sockets with 1001 in batches, \`drain\` in docs/configuration.md), then the same node again on the same port; ${r.quick ? 5 : 20} s of emits; then every
-  client leaves at once (a TCP reset each), timed from that moment to \`herald_connections\` 0 and to Redis back to its key count with no client.
+- **restart** (${clients('restart')} clients on one node), as a deploy does it: a new node process on the same port, both
+  with \`server.reusePort\`, then SIGTERM to the old one, which stops listening (every new client reaches the new
+  one), takes its routes out of Redis and closes its sockets with 1001 in batches (\`drain\` in docs/configuration.md);
+  ${r.quick ? 5 : 20} s of emits; then every client leaves at once (a TCP reset each), timed from that moment to
+  \`herald_connections\` 0 and to Redis back to its key count with no client.
+- **restart, stop then start**, for comparison: the same without \`reusePort\`, the new process started once the old
+  one has exited. Until it listens, each client's attempt is refused and it waits another 1 to 5 s.
 - **kill -9** (${clients('kill')} clients on three nodes behind HAProxy): the node holding the most is killed; swept is timed
   from the kill to its \`gw:node:{id}:buckets\` and its \`gw:{nodes}\` entry gone; each client is then named once. The emits
   start as soon as every client is back, which may be before the sweep (routes then still name the dead node too).
 
-| | restart | kill -9 |
-|---|---:|---:|
+| | restart | restart, stop then start | kill -9 |
+|---|---:|---:|---:|
 ${rows.join('\n')}
 `;
 }
@@ -166,7 +177,7 @@ export function writeReport(r: Results, dir: string): void {
     { name: `redis (${name})`, points: levels.map((l) => [l.clients, l.redisUsedMemory / 1048576] as [number, number]) },
   ]);
   writeFileSync(`${dir}/memory.svg`, lineChart('Memory as clients grow (each with its own subscription)', 'clients', 'MB', series));
-  const back = Object.entries(r.reconnect ?? {}).map(([name, run]) => ({ name: name === 'kill' ? 'kill -9, 1 of 3' : name, points: run.series }));
+  const back = Object.entries(r.reconnect ?? {}).map(([name, run]) => ({ name: SERIES_NAMES[name] ?? name, points: run.series }));
   if (back.length > 0) writeFileSync(`${dir}/reconnect.svg`, lineChart('Clients back over time', 's since the first drop', 'clients connected and registered', back));
   const missing = FIGURES.map(([n]) => n).filter((n) => r.figures[n] === undefined);
   const md = `# Benchmarks

@@ -4,6 +4,7 @@
  *
  *   PORT               listen port (default: the config's, 38246)
  *   HOST               listen address (default 0.0.0.0)
+ *   HERALD_REUSE_PORT  1 or true: share the port with the next node process, for a restart without a gap
  *   HERALD_CONFIG      config file (default: packages/gateway/config/default.yaml)
  *   HERALD_JWT_SECRET  token signing secret (HS256)
  *   MONGODB_URL        use MongoDB for every instance instead of the in-memory data source
@@ -26,10 +27,19 @@ function portFromEnv(): number | undefined {
   return port;
 }
 
+function flagFromEnv(name: string): boolean | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  if (value === '1' || value === 'true') return true;
+  if (value === '0' || value === 'false') return false;
+  throw new ConfigError(`${name} must be 1, true, 0 or false, got ${value}`);
+}
+
 async function main(): Promise<void> {
   const config = loadConfigFile(env.HERALD_CONFIG || DEFAULT_CONFIG_FILE, {
     port: portFromEnv(),
     host: env.HOST || undefined,
+    reusePort: flagFromEnv('HERALD_REUSE_PORT'),
     secret: env.HERALD_JWT_SECRET || undefined,
     mongodbUrl: env.MONGODB_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,

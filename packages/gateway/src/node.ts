@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import fastifyWebsocket from '@fastify/websocket';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyListenOptions } from 'fastify';
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator } from './auth/jwt.ts';
@@ -160,7 +160,10 @@ export class Gateway {
     await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
     await this.#app.ready();
     this.#admission.install(this.#app.server);
-    await this.#app.listen({ port: this.config.server.port, host: this.config.server.host });
+    // fastify passes its listen options on to Node's server.listen, whose reusePort its types do not list yet;
+    // a copy, since fastify writes into them and the config is frozen.
+    const listenOptions: FastifyListenOptions & { reusePort: boolean } = { ...this.config.server };
+    await this.#app.listen(listenOptions);
     this.#ready = true;
     const address = this.#app.server.address();
     return typeof address === 'object' && address !== null ? address.port : this.config.server.port;
@@ -170,9 +173,12 @@ export class Gateway {
    * Drain: report not-ready at once (the load balancer stops sending clients), refuse new ones, take this
    * node's routes out of the fleet, then tell clients to go elsewhere (1001) in batches, so that their
    * reconnects spread out, and release everything. The caller bounds it in time (config.drain.deadlineMs).
+   * A node sharing its port (server.reusePort) stops listening first instead: its successor on the same port
+   * takes every new client, and a client this node refused would wait 1-5 s before it tried again.
    */
   async close(): Promise<void> {
     this.#ready = false;
+    if (this.config.server.reusePort) this.#app.server.close();
     this.#admission.close();
     await this.broker.close();
     const { batchSize, batchIntervalMs } = this.config.drain;

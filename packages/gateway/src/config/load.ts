@@ -9,6 +9,8 @@ import { configSchema, type Config } from './schema.ts';
 export interface ConfigOverrides {
   port?: number | undefined;
   host?: string | undefined;
+  /** HERALD_REUSE_PORT: share the port with the node's successor. */
+  reusePort?: boolean | undefined;
   secret?: string | undefined;
   mongodbUrl?: string | undefined;
   /** REDIS_URL: one redis-server. */
@@ -69,7 +71,7 @@ function redisWithOverrides(redis: unknown, { redisUrl, redisCluster }: ConfigOv
 }
 
 function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
-  const { port, host, secret, mongodbUrl } = overrides;
+  const { port, host, reusePort, secret, mongodbUrl } = overrides;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
   const config = raw as RawSection;
   const instances = Object.fromEntries(
@@ -80,7 +82,7 @@ function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
   );
   return {
     ...config,
-    server: { ...section(config.server), ...defined({ port, host }) },
+    server: { ...section(config.server), ...defined({ port, host, reusePort }) },
     auth: { ...section(config.auth), ...defined({ secret }) },
     ...(config.instances === undefined ? {} : { instances }),
     ...defined({ redis: redisWithOverrides(config.redis, overrides) }),

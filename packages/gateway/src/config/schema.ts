@@ -13,6 +13,12 @@ const server = z
     port: z.number().int().min(0).max(65535).default(38246),
     /** Address to bind. Default 0.0.0.0. */
     host: z.string().default('0.0.0.0'),
+    /**
+     * Share the port with another node process (SO_REUSEPORT), for a restart without a gap: start the new
+     * process, then SIGTERM the old one, which stops listening at once so that every new client reaches the new
+     * one. Default false: a second node on a taken port fails with EADDRINUSE. HERALD_REUSE_PORT overrides.
+     */
+    reusePort: z.boolean().default(false),
   })
   .strict();
 

@@ -30,3 +30,28 @@ test('close(): /readyz 503 at once, upgrades refused with 503, clients closed wi
   // Three batches of two, 100 ms apart: the last client heard at least ~200 ms after the first.
   assert.ok(Math.max(...closedAt) - Math.min(...closedAt) >= 150, 'the closes were spread out');
 });
+
+test('server.reusePort: a successor shares the port, and every client that arrives while the first drains reaches it', async () => {
+  const first = await startNode((raw) => {
+    raw.server.reusePort = true;
+    raw.drain = { batchSize: 1, batchIntervalMs: 300, deadlineMs: 5000 };
+  });
+  const port = Number(new URL(first.http).port);
+  const successor = await startNode((raw) => {
+    raw.server = { ...raw.server, port, reusePort: true };
+  });
+  const token = await apiToken(first);
+  // The kernel spreads connections over both listeners: connect until the first node holds some to drain.
+  const held: TestSocket[] = [];
+  while (first.gateway.hub.sessions.size < 3) held.push(await TestSocket.connect(first, token));
+  const toldToLeave = first.gateway.hub.sessions.size;
+
+  const drained = first.close();
+  // Without the early stop, about half of these would reach the draining node and be refused with 503.
+  const arrivals = await Promise.all(Array.from({ length: 12 }, () => TestSocket.connect(first, token)));
+  assert.equal(first.gateway.hub.sessions.size > 0, true, 'the first node was still draining while they arrived');
+  await drained;
+  assert.equal(successor.gateway.hub.sessions.size, held.length - toldToLeave + arrivals.length);
+  await Promise.all([...held, ...arrivals].map((client) => client.close()));
+  await successor.close();
+});
