@@ -3,7 +3,7 @@
  * sharded channel. Commands fail at once while Redis is unreachable (no offline queue), so an emit answers
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
 
 export type Commands = Redis | Cluster;
 
@@ -25,13 +25,36 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-const COMMON: RedisOptions = {
+const COMMON = {
   enableOfflineQueue: false,
-  enableAutoPipelining: true,
   maxRetriesPerRequest: 1,
   // Keep trying forever, at most once a second: the node stays up and recovers by itself.
-  retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
-};
+  retryStrategy: (attempt: number) => Math.min(50 * attempt, 1000),
+} satisfies RedisOptions;
+
+/**
+ * One redis-server's connection, whose commands of one turn of the event loop leave in one write. ioredis's
+ * autopipelining does that too, but builds a Pipeline per turn (copying the defined scripts into it), a callback
+ * and a nextTick per reply, and sends no batch while the previous one awaits its replies. Here each command is
+ * written at once, as without autopipelining, into the socket corked until the loop's check phase: the commands
+ * of every I/O callback of this turn go out in one system call, and replies are read in order as usual.
+ */
+class BatchingRedis extends Redis {
+  #corked = false;
+
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    if (!this.#corked && this.status === 'ready') {
+      this.#corked = true;
+      const socket = this.stream;
+      socket.cork();
+      setImmediate(() => {
+        this.#corked = false;
+        socket.uncork();
+      });
+    }
+    return super.sendCommand(command, stream);
+  }
+}
 
 function hostPort(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
@@ -52,7 +75,7 @@ export function connect(target: RedisTarget): Connection {
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
-  return connection(new Redis(url, COMMON), new Redis(url, { ...COMMON, enableOfflineQueue: true }));
+  return connection(new BatchingRedis(url, COMMON), new Redis(url, { ...COMMON, enableOfflineQueue: true }));
 }
 
 function connection(commands: Commands, subscriber: Commands): Connection {
