@@ -60,7 +60,7 @@ describe('config', () => {
     // Without generators no person token exists, so nothing may bind to one.
     raw.events = { announcements: raw.events.announcements };
     const config = loadConfigFile(writeConfig(raw));
-    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0' });
+    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0', reusePort: false });
     assert.equal(config.websocket.maxSubscriptionsPerConnection, 100);
     assert.deepEqual(config.instances, {});
     assert.deepEqual(config.tokenGenerators, {});
@@ -152,11 +152,13 @@ describe('config', () => {
     const config = loadConfigFile(DEFAULT_CONFIG_FILE, {
       port: 0,
       host: '127.0.0.1',
+      reusePort: true,
       secret: 'an-overriding-secret-0123',
       mongodbUrl: 'mongodb://db.example:27017',
     });
     assert.equal(config.server.port, 0);
     assert.equal(config.server.host, '127.0.0.1');
+    assert.equal(config.server.reusePort, true);
     assert.equal(config.auth.secret, 'an-overriding-secret-0123');
     assert.equal(config.instances.mongodb?.url, 'mongodb://db.example:27017');
   });

@@ -42,6 +42,12 @@ test('a bad field in the config file: refuses to start, naming the field', async
   assert.match(stderr, /websocket\.maxPayload/);
 });
 
+test('HERALD_REUSE_PORT other than 1, true, 0 or false: refuses to start, naming it', async () => {
+  const { code, stderr } = await run({ HERALD_REUSE_PORT: 'yes', PORT: '0' }).done;
+  assert.equal(code, 1);
+  assert.match(stderr, /HERALD_REUSE_PORT must be 1, true, 0 or false, got yes/);
+});
+
 test('starts on PORT, answers /readyz, and exits 0 on SIGTERM', async () => {
   const node = run({ PORT: '0', HOST: '127.0.0.1' });
   let port: number | undefined;
