@@ -37,41 +37,50 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '14,000-14,800/s after they left (heap back to 27 MB). The gateway does more per client than Socket.IO (two ' +
     'JWTs, the REGISTER reply, a Redis route write).',
   notify_person_per_s:
-    'Profile under `wsload notify http://… --clients 1000 -c 100 -d 8`: write system calls 22% (the HTTP answer, ' +
-    'the NOTIFICATION frame, Redis), idle 21% (the HTTP load and the 1,000 clients run on the same 2 cores), GC 8.5%, ' +
-    'JSON.parse of the body 3%, the JWT cache hashing the API token 2%, and ioredis (an allocation profile puts ' +
-    '~44% of the ~36 KB allocated per emit under broker.publish, mostly ioredis\'s commands and per-tick pipelines). ' +
-    'The bare ws peer (one PUBLISH, no token) reaches ~12,100-12,800/s here, so 20,000 is above the floor on this ' +
-    'machine. Would help: a leaner path for the two hot reads (SMEMBERS of the shapes, HGET of the bucket; they ' +
-    'already share one round trip when the event\'s shapes have not changed since its last emit).',
+    'Since the Redis commands of a turn go out through one corked socket instead of ioredis\'s autopipelining ' +
+    '(broker/redis/connection.ts), 16,300-18,700/s by hand (`wsload notify http://… --clients 1000 -c 100 -d 10` ' +
+    'on a fresh node; 13,700-14,100/s before), 16,600/s in the full run, above the bare ws peer (12,500/s in the ' +
+    'same run). Profile now (`--cpu-prof`, same command): idle 23% (the 1,000 listeners and the 100 HTTP ' +
+    'connections run on the same 2 cores, so the node is not what stops the rate), write system calls 23% (the ' +
+    'HTTP answer, the NOTIFICATION frame, Redis), ioredis 9%, fastify\'s JSON body parser 5% (secure-json-parse ' +
+    'scans each body for __proto__ and constructor after JSON.parse), the JWT cache hashing the API token with ' +
+    'SHA-256 for its key 4%, GC 4%. 20,000 needs a load generator that costs less than the node, or other cores ' +
+    'for it.',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
-    'Run-to-run noise on this VM: 1.94 ms in one run, 3.1-3.6 ms in the later ones; by hand (`wsload notify http://… ' +
-    '--clients 1000 -c 100 -R 1000 -d 10` on a fresh node) both this code and the code before this round of changes ' +
-    'read 4-5 ms: young-generation GC pauses of the node and of wsload, on shared cores.',
+    'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
+    'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
+    'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
+    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains, 1.66 ms in the full run: wsload\'s own ' +
+    'collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
+    'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores.',
   broadcast_1k_per_s:
-    'Within the run-to-run noise of the target (167,000-179,000/s per run, 1.9-2.3× Socket.IO in the last runs): one ' +
-    'write system call per recipient, with the 1,000 clients\' process on the same cores.',
+    'One write system call per recipient (the profile is 92% in the native write), with the 1,000 clients\' ' +
+    'process on the same cores: 145,000-177,000/s over this session\'s runs (166,000 and 145,000 in the last two ' +
+    'full runs; by hand 151,000-175,000 with either Redis path, so the corked socket did not move it beyond the ' +
+    'noise). Socket.IO read 78,000-84,000/s in the same runs.',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'One write system call per recipient, ~15 µs each while three wsload processes holding the 18,000 clients ' +
-    'share the 2 cores: ~270 ms of writes on one core at best, plus the yields every 128 writes (fanOutChunk) that ' +
-    'keep one-person notifications within 20 ms during the broadcast. Would close it: the load generators on other ' +
-    'cores, or writes batched below Node\'s per-socket write.',
+    'One write system call per recipient, ~15-20 µs each while three wsload processes holding the 18,000 clients ' +
+    'share the 2 cores: 270-360 ms of writes on one core, plus the yields every 128 writes (fanOutChunk) that ' +
+    'keep one-person notifications within 20 ms during the broadcast. 263-449 ms over six runs of this session ' +
+    '(`node bench/run.ts --only broadcast-18k`). Would close it: the load generators on other cores, or writes ' +
+    'batched below Node\'s per-socket write.',
   person_during_broadcast_ms:
-    'Noisy around the target. With 256 writes per chunk: 19.6, 31.2, 21.4 and 18.8 ms over four runs; with 128 ' +
-    '(websocket.fanOutChunk, now the default): 16.4, 15.9 and 9.1 ms. A one-person emit that arrives during a broadcast ' +
-    'waits for a chunk of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload processes on ' +
-    'the same 2 cores decide the rest.',
+    'Noisy around the target: 9.5, 11.6, 11.6 and 9.6 ms in four `--only broadcast-18k` runs of this session, ' +
+    '34.9 ms in the full run; with 256 writes per chunk it read 19-31 ms. A one-person emit that arrives during a ' +
+    'broadcast waits for a chunk of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload ' +
+    'processes on the same 2 cores decide the rest.',
   restart_all_back_s:
-    'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to the ' +
-    'old one), there is no gap: every client comes back to the new process at its first try. What is left is the ' +
-    'spread and the intake: the old node closes its 18,000 clients over ~2.3 s (256 every 20 ms), each waits its ' +
-    'random 1-5 s, and the new process takes them at ~3,300/s (new process 70-80% CPU, wsload\'s reconnecting workers ' +
-    '~100%, the old one draining at 90% in the first second: the 2 cores are full). Draining faster (5 ms, 0 ms) made ' +
-    'it worse by hand (9.7-11.9 s against 7.7 s): the drops bunch up ahead of the intake. Stopped and then started ' +
-    '(restart_cold), the same clients take ~12 s: the new process listens ~1.5 s after the old one exits, and every ' +
-    'attempt in that gap waits another 1-5 s. Would close it: a cheaper handshake (the intake), or the load generator ' +
-    'on other cores.',
+    'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
+    'the old one), there is no gap: every client comes back to the new process at its first try (0 refused). What ' +
+    'is left is by construction: the old node closes its 18,000 clients over ~2.3 s (256 every 20 ms; it is idle ' +
+    '43% of that time, so the pauses set it), and each client waits its own random 1-5 s (the SDK), so the last ' +
+    'one tries again ~7.3 s after the first drop even if the new node took it at once. The new node takes ~3,300 ' +
+    'clients/s (its 75% and wsload\'s reconnecting workers\' 100% fill the 2 cores). Draining faster (512 per ' +
+    'batch, or 5 ms or 0 ms between batches) did not help by hand: 7.8-11.9 s against 7.7-10.1 s, the drops bunch ' +
+    'up ahead of the intake. Stopped and then started (restart_cold in the table below) the same clients took ' +
+    '8.6-12.3 s. Would close it: a shorter first wait in the SDK after a 1001 (the node already spreads its ' +
+    'closes) with an intake that keeps up, or the load generator on other cores.',
 };
