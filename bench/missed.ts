@@ -81,6 +81,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'clients/s (its 75% and wsload\'s reconnecting workers\' 100% fill the 2 cores). Draining faster (512 per ' +
     'batch, or 5 ms or 0 ms between batches) did not help by hand: 7.8-11.9 s against 7.7-10.1 s, the drops bunch ' +
     'up ahead of the intake. Stopped and then started (restart_cold in the table below) the same clients took ' +
-    '8.6-12.3 s. Would close it: a shorter first wait in the SDK after a 1001 (the node already spreads its ' +
-    'closes) with an intake that keeps up, or the load generator on other cores.',
+    '8.6-12.3 s. A shorter client wait does not close it (wsload `--reconnect-min 0.5 --reconnect-max 2`: 7.5 and ' +
+    '7.8 s, away p50 3.5 s): the waiting moves into the admission queue, since the intake (~3,300-3,600 clients/s ' +
+    'with wsload\'s workers on the same cores) is the limit. Would close it: the load generator on other cores.',
 };
