@@ -38,6 +38,17 @@ async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
   return new Map([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, command, calls]) => [command as string, Number(calls)]));
 }
 
+/** Commands sent since `before`, by name (INFO itself left out); EVAL is the script's first run after a restart. */
+async function sentSince(redis: RedisServer, before: Map<string, number>): Promise<Map<string, number>> {
+  const sent = new Map<string, number>();
+  for (const [command, calls] of await commandCalls(redis)) {
+    const name = command === 'eval' ? 'evalsha' : command;
+    const delta = calls - (before.get(command) ?? 0);
+    if (delta > 0 && command !== 'info') sent.set(name, (sent.get(name) ?? 0) + delta);
+  }
+  return sent;
+}
+
 /** Resolves with the next delivery to a handler. */
 function inbox(): { handler: DeliveryHandler; next: () => Promise<Record<string, unknown>> } {
   const queue: Array<Record<string, unknown>> = [];
@@ -171,20 +182,10 @@ describe('on one redis-server', () => {
       raw.redis = { url: redis.url };
     });
     const token = await apiToken(node);
-    /** Commands sent since `before`, by name (INFO itself left out); EVAL is the script's first run after a restart. */
-    const sentSince = async (before: Map<string, number>) => {
-      const sent = new Map<string, number>();
-      for (const [command, calls] of await commandCalls(redis)) {
-        const name = command === 'eval' ? 'evalsha' : command;
-        const delta = calls - (before.get(command) ?? 0);
-        if (delta > 0 && command !== 'info') sent.set(name, (sent.get(name) ?? 0) + delta);
-      }
-      return sent;
-    };
     let before = await commandCalls(redis);
     const clients = await Promise.all(Array.from({ length: 50 }, () => TestSocket.connect(node, token)));
     await Promise.all(clients.map((client) => client.register(onEvent('announcements', { region: 'EU' }))));
-    const added = await sentSince(before);
+    const added = await sentSince(redis, before);
     // One route: one script on its bucket, the node's bit for that bucket, the shape's node set and the event's shape set.
     assert.equal(added.get('evalsha'), 1);
     assert.equal(added.get('setbit'), 1);
@@ -193,7 +194,7 @@ describe('on one redis-server', () => {
     await Promise.all(clients.map((client) => client.close()));
     await node.close();
     // The last one to leave removes it, once (a remove script, or the node's strip of the bucket as it drains).
-    assert.equal((await sentSince(before)).get('evalsha'), 1);
+    assert.equal((await sentSince(redis, before)).get('evalsha'), 1);
   });
 
   test('a node restarted under the same id clears the routes its previous life left', async () => {
@@ -208,6 +209,33 @@ describe('on one redis-server', () => {
     assert.equal(await emitter.publish('order-updates', { recipientId: 'old' }), 0);
     await Promise.all([again.close(), emitter.close()]);
     await first.close();
+  });
+
+  test('a route that comes and goes beside the node\'s others costs its two scripts, no SETBIT; the bit stays', async () => {
+    const prefix = `churn${randomBytes(3).toString('hex')}`;
+    const keys = keyspace(prefix);
+    const node = broker({ target: { url: redis.url }, nodeId: 'churner', observer: watcher().observer, keyPrefix: prefix, routeBuckets: 64 });
+    await node.start(() => {});
+    const kept = routeOf('order-updates', { recipientId: 'kept' });
+    await node.addRoute(kept);
+    let n = 0;
+    let churned = routeOf('order-updates', { recipientId: `c${n}` });
+    while (bucketOf(churned.key, 64) === bucketOf(kept.key, 64)) churned = routeOf('order-updates', { recipientId: `c${++n}` });
+    await node.addRoute(churned);
+    await node.removeRoute(churned);
+    const before = await commandCalls(redis);
+    for (let i = 0; i < 5; i++) {
+      await node.addRoute(churned);
+      await node.removeRoute(churned);
+    }
+    const sent = await sentSince(redis, before);
+    assert.equal(sent.get('evalsha'), 10);
+    assert.equal(sent.get('setbit'), undefined);
+    // Still marked, so that a sweep strips that bucket too if the route was there when the node died.
+    assert.equal(await redis.cli('getbit', keys.nodeBuckets('churner'), String(bucketOf(churned.key, 64))), '1');
+    await node.removeRoute(kept);
+    assert.equal(await redis.cli('exists', keys.nodeBuckets('churner')), '0', 'with its last route the bitmap goes');
+    await node.close();
   });
 
   test('a node whose routes all left keeps no bucket key and no bitmap', async () => {

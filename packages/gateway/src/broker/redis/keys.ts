@@ -9,7 +9,7 @@
  * | gw:routes:{<bucket>}         | hash       | route key -> ids of the nodes holding it, joined by ","      |
  * | gw:shapes:{<event>}          | set        | the criteria shapes in use for the event (sorted field names)|
  * | gw:shape:{<event>|<shape>}   | set        | ids of the nodes holding routes of that shape                |
- * | gw:node:{<nodeId>}:buckets   | bitmap     | bit b set: the node holds a route in bucket b (sweep, restart)|
+ * | gw:node:{<nodeId>}:buckets   | bitmap     | bit b set: the node holds (or held) a route in bucket b       |
  * | gw:{nodes}                   | sorted set | nodeId -> last heartbeat, ms                                 |
  * | gw:sweep:{<nodeId>}          | string     | the lock a sweeper holds while removing a dead node's state  |
  * | gw:{config}:routeBuckets     | string     | the fleet's bucket count: every node must use the same       |

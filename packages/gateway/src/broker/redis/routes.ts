@@ -5,8 +5,9 @@
  * and little else; a key of its own per route (a set) cost a dict entry, a key object and the set, ~380 bytes.
  *
  * Each change of a bucket is one Lua script on that one key: atomic, idempotent, and fine on a Redis Cluster.
- * Beside the buckets, each node keeps a bitmap of the buckets where it holds routes, so that a sweeper (or the
- * node itself, restarted under the same id) finds them without a list of the node's route keys in Redis.
+ * Beside the buckets, each node keeps a bitmap of the buckets where it holds routes (and some where it held
+ * them: see #marked), so that a sweeper (or the node itself, restarted under the same id) finds them without a
+ * list of the node's route keys in Redis.
  */
 import type { Result } from 'ioredis';
 import { ConfigError } from '../../errors.ts';
@@ -61,8 +62,14 @@ export class RouteRegistry {
   readonly #keys: Keyspace;
   readonly #nodeId: string;
   readonly #buckets: number;
-  /** This node's routes per bucket: a bucket's bit is set with its first route here and cleared with its last. */
-  readonly #held = new Map<number, number>();
+  /**
+   * The buckets whose bit this node has set. A bit is set with the bucket's first route here and stays set when
+   * its routes go, until the node holds no route at all: a client whose route comes and goes (churn) then costs
+   * two commands, not four, and a sweep merely strips a few buckets that hold nothing of the node's.
+   */
+  readonly #marked = new Set<number>();
+  /** The routes this node holds. */
+  #routes = 0;
 
   constructor(redis: Commands, keys: Keyspace, nodeId: string, routeBuckets: number) {
     this.#redis = redis;
@@ -90,23 +97,24 @@ export class RouteRegistry {
 
   async add(routeKey: string): Promise<void> {
     const bucket = bucketOf(routeKey, this.#buckets);
-    const count = this.#held.get(bucket) ?? 0;
-    this.#held.set(bucket, count + 1);
+    this.#routes++;
+    const unmarked = !this.#marked.has(bucket);
+    if (unmarked) this.#marked.add(bucket);
     // The bit is sent first: a node that dies between the two leaves no route that its sweeper cannot find.
     await Promise.all([
-      count === 0 ? this.#redis.setbit(this.#keys.nodeBuckets(this.#nodeId), bucket, 1) : undefined,
+      unmarked ? this.#redis.setbit(this.#keys.nodeBuckets(this.#nodeId), bucket, 1) : undefined,
       this.#redis.heraldRouteAdd(this.#keys.routeBucket(bucket), routeKey, this.#nodeId),
     ]);
   }
 
+  /** With the node's last route its bitmap is deleted: a node without routes leaves no key. */
   async remove(routeKey: string): Promise<void> {
     const bucket = bucketOf(routeKey, this.#buckets);
-    const count = (this.#held.get(bucket) ?? 1) - 1;
-    if (count > 0) this.#held.set(bucket, count);
-    else this.#held.delete(bucket);
+    const last = --this.#routes === 0;
+    if (last) this.#marked.clear();
     await Promise.all([
       this.#redis.heraldRouteRemove(this.#keys.routeBucket(bucket), routeKey, this.#nodeId),
-      count === 0 ? this.#clearBit(bucket) : undefined,
+      last ? this.#redis.del(this.#keys.nodeBuckets(this.#nodeId)) : undefined,
     ]);
   }
 
@@ -118,16 +126,17 @@ export class RouteRegistry {
 
   /** This node's state written again (resync): every route (idempotent scripts), its bitmap, the fleet's count. */
   async writeAll(routeKeys: Iterable<string>): Promise<void> {
+    const buckets = [...routeKeys].map((routeKey) => [routeKey, bucketOf(routeKey, this.#buckets)] as const);
+    this.#marked.clear();
+    for (const [, bucket] of buckets) this.#marked.add(bucket);
     const writes: Promise<unknown>[] = [this.#redis.set(this.#keys.routeBuckets, this.#buckets, 'NX'), this.#writeBitmap()];
-    for (const routeKey of routeKeys) {
-      writes.push(this.#redis.heraldRouteAdd(this.#keys.routeBucket(bucketOf(routeKey, this.#buckets)), routeKey, this.#nodeId));
-    }
+    for (const [routeKey, bucket] of buckets) writes.push(this.#redis.heraldRouteAdd(this.#keys.routeBucket(bucket), routeKey, this.#nodeId));
     await Promise.all(writes);
   }
 
-  /** The buckets where this node holds routes. */
+  /** The buckets where this node holds routes, and some where it held them: those its bitmap marks. */
   heldBuckets(): number[] {
-    return [...this.#held.keys()];
+    return [...this.#marked];
   }
 
   /** The buckets where a node (a dead one, or this one's previous life) recorded routes. */
@@ -146,18 +155,12 @@ export class RouteRegistry {
     return stripped.flat();
   }
 
-  /** With its last bucket the node's bitmap is deleted, not zeroed: a node without routes leaves no key. */
-  #clearBit(bucket: number): Promise<unknown> {
-    const key = this.#keys.nodeBuckets(this.#nodeId);
-    return this.#held.size === 0 ? this.#redis.del(key) : this.#redis.setbit(key, bucket, 0);
-  }
-
   /** The whole bitmap in one SET (bit b of SETBIT is bit 7 - b % 8 of byte b / 8), or none without routes. */
   #writeBitmap(): Promise<unknown> {
     const key = this.#keys.nodeBuckets(this.#nodeId);
-    if (this.#held.size === 0) return this.#redis.del(key);
+    if (this.#marked.size === 0) return this.#redis.del(key);
     const bitmap = Buffer.alloc(Math.ceil(this.#buckets / 8));
-    for (const bucket of this.#held.keys()) bitmap.writeUInt8(bitmap.readUInt8(bucket >> 3) | (0x80 >> (bucket & 7)), bucket >> 3);
+    for (const bucket of this.#marked) bitmap.writeUInt8(bitmap.readUInt8(bucket >> 3) | (0x80 >> (bucket & 7)), bucket >> 3);
     return this.#redis.set(key, bitmap);
   }
 }
