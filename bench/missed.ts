@@ -23,13 +23,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'The node spends ~160 µs of CPU per client; with wsload on the same 2 cores it is ~80% busy. Profile under ' +
-    '`wsload churn ws://… -c 100 -w 2 -d 8 --register announcements --per-client --tokens both`: write system calls ' +
-    '23% (the 101 answer with CONNECTED, now one write; the REGISTER reply; ws echoing the close frame), GC 7%, the ' +
-    'upgrade through fastify\'s routing and hooks ~12% inclusive, the Sec-WebSocket-Accept SHA-1 3%, socket close ' +
-    '3%, then two JWT checks and one Redis script per route. The bare ws peer, which checks no token and answers ' +
-    'nothing, reaches 5,000-5,800/s in the same runs: 6,000 is above the floor Node reaches here with its load ' +
-    'generator on the same cores.',
+    'The 2 cores are the limit, not the node alone. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 ' +
+    '--register announcements --per-client --tokens both`, /proc/<pid>/stat around the run, /usr/bin/time on ' +
+    'wsload): the node spends 200-230 µs of CPU per client and wsload ~270 µs, ~500 µs per client in all with the ' +
+    'kernel\'s loopback TCP; 6,000/s on 2 cores needs ≤ 333 µs. A leaner client (a raw-socket WebSocket client in ' +
+    'wsload) cut wsload\'s share by 25-30% but the node\'s rose by as much, at the same rate. Two wsload processes ' +
+    '(`-w 2`) are no faster. Per client the node does the upgrade through fastify, two JWT checks, the REGISTER ' +
+    'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
+    'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
+    'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
+    'the same runs.',
   churn_subscribe_vs_socketio:
     'Depends on what the node went through before, and on noise: 1.99× on fresh servers, 1.50× when the rate ' +
     'scenarios ran after the memory levels (18,000 clients came and left; the bench now restarts each server ' +
