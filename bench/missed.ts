@@ -42,13 +42,13 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   notify_person_per_s:
     'Since the Redis commands of a turn go out through one corked socket instead of ioredis\'s autopipelining ' +
     '(broker/redis/connection.ts), 16,300-18,700/s by hand (`wsload notify http://… --clients 1000 -c 100 -d 10` ' +
-    'on a fresh node; 13,700-14,100/s before), 16,600/s in the full run, above the bare ws peer (12,500/s in the ' +
-    'same run). Profile now (`--cpu-prof`, same command): idle 23% (the 1,000 listeners and the 100 HTTP ' +
-    'connections run on the same 2 cores, so the node is not what stops the rate), write system calls 23% (the ' +
-    'HTTP answer, the NOTIFICATION frame, Redis), ioredis 9%, fastify\'s JSON body parser 5% (secure-json-parse ' +
-    'scans each body for __proto__ and constructor after JSON.parse), the JWT cache hashing the API token with ' +
-    'SHA-256 for its key 4%, GC 4%. 20,000 needs a load generator that costs less than the node, or other cores ' +
-    'for it.',
+    'on a fresh node; 13,700-14,100/s before), 16,600 and 19,400/s in the last two full runs, above the bare ws ' +
+    'peer (12,500 and 14,200/s in the same runs). Profile now (`--cpu-prof`, same command): idle 23% (the 1,000 ' +
+    'listeners and the 100 HTTP connections run on the same 2 cores, so the node is not what stops the rate), ' +
+    'write system calls 23% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis 9%, fastify\'s JSON body ' +
+    'parser 5% (secure-json-parse scans each body for __proto__ and constructor after JSON.parse), the JWT cache ' +
+    'hashing the API token with SHA-256 for its key 4%, GC 4%. 20,000 needs a load generator that costs less than ' +
+    'the node, or other cores for it.',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
@@ -67,14 +67,15 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   broadcast_18k_last_ms:
     'One write system call per recipient, ~15-20 µs each while three wsload processes holding the 18,000 clients ' +
     'share the 2 cores: 270-360 ms of writes on one core, plus the yields every 128 writes (fanOutChunk) that ' +
-    'keep one-person notifications within 20 ms during the broadcast. 263-449 ms over six runs of this session ' +
-    '(`node bench/run.ts --only broadcast-18k`). Would close it: the load generators on other cores, or writes ' +
-    'batched below Node\'s per-socket write.',
+    'keep one-person notifications within 20 ms during the broadcast. 263-449 ms over the runs of this session ' +
+    '(`node bench/run.ts --only broadcast-18k`, and the full runs). Would close it: the load generators on other ' +
+    'cores, or writes batched below Node\'s per-socket write.',
   person_during_broadcast_ms:
     'Noisy around the target: 9.5, 11.6, 11.6 and 9.6 ms in four `--only broadcast-18k` runs of this session, ' +
-    '34.9 ms in the full run; with 256 writes per chunk it read 19-31 ms. A one-person emit that arrives during a ' +
-    'broadcast waits for a chunk of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload ' +
-    'processes on the same 2 cores decide the rest.',
+    '34.9 and 31.8 ms in the last two full runs (where the broadcast follows the other gateway scenarios); with ' +
+    '256 writes per chunk it read 19-31 ms. A one-person emit that arrives during a broadcast waits for a chunk ' +
+    'of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload processes on the same 2 cores ' +
+    'decide the rest.',
   restart_all_back_s:
     'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
     'the old one), there is no gap: every client comes back to the new process at its first try (0 refused). What ' +
