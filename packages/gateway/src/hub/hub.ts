@@ -206,7 +206,7 @@ export class Hub {
   /** Answers whether the frame (built by textFrame) was written; a drop is counted by its reason. */
   #write(session: Session, frame: Buffer): boolean {
     const { socket } = session;
-    if (session.closed || socket.readyState !== socket.OPEN) {
+    if (!session.writable) {
       this.#metrics.drops.inc({ reason: 'closing' });
       return false;
     }

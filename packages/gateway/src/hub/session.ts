@@ -34,6 +34,11 @@ export class Session {
     this.person = person;
   }
 
+  /** Whether a frame may still be written: the hub has not let go of it and its socket is open. */
+  get writable(): boolean {
+    return !this.closed && this.socket.readyState === this.socket.OPEN;
+  }
+
   get subscriptionCount(): number {
     return sizeOf(this.subscriptions);
   }

@@ -215,8 +215,7 @@ export class WebSocketTransport implements SessionHandler {
   /** A reply is one buffer and one plain write (frames.ts), not ws's header and payload as a writev. */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
-    const { socket } = session;
-    if (!session.closed && socket.readyState === socket.OPEN) writeFrame(socket, textFrame(frame));
+    if (session.writable) writeFrame(session.socket, textFrame(frame));
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {
