@@ -160,7 +160,7 @@ describe('metrics', () => {
     const text = await (await fetch(`${node.http}/metrics`)).text();
     assert.match(text, /^herald_connections 2$/m);
     // Open files counted without listing them; no gauge that lists every handle on each scrape.
-    const openFds = Number(/^herald_process_open_fds (\d+)$/m.exec(text)?.[1]);
+    const openFds = await metric(node, 'herald_process_open_fds');
     assert.ok(openFds >= 2, `herald_process_open_fds counts at least the two sockets: ${openFds}`);
     assert.doesNotMatch(text, /^herald_nodejs_active_(handles|resources)/m);
   });
