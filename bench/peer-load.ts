@@ -5,15 +5,18 @@
  *
  *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--first I] [--hold S]   prints "ready N" once all registered
  *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10]            connect, register (acked), close
- *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [--broadcast]
+ *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [-R RATE] [--broadcast]
  *
- * Client i registers recipientId i, as wsload's `--register announcements --per-client` does. SIGINT/SIGTERM end
- * a fill early. Every run is bounded by its hold or duration.
+ * Client i registers recipientId i, as wsload's `--register announcements --per-client` does; the listeners of a
+ * broadcast register BROADCAST_ID instead, as the gateway's join an event without criteria, so a broadcast
+ * reaches them and not the other clients connected. -R paces the emits (all connections together), as wsload's.
+ * SIGINT/SIGTERM end a fill early. Every run is bounded by its hold or duration.
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
+import { BROADCAST_ID } from './peers/common.ts';
 
 type Kind = 'socketio' | 'bare';
 interface PeerClient { close(): Promise<void> }
@@ -22,11 +25,11 @@ const now = (): number => performance.timeOrigin + performance.now();
 /** As wsload does: past 5,000 sockets on one source address the kernel's port search grows costly. */
 const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
 
-function connectBare(url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> {
+function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: number) => void): Promise<PeerClient> {
   const socket = new WebSocket(`${url}/?token=t${i}`, { localAddress: sourceAddress(i), perMessageDeflate: false });
   return new Promise((resolve, reject) => {
     socket.once('error', reject);
-    socket.once('open', () => socket.send(JSON.stringify({ register: String(i) })));
+    socket.once('open', () => socket.send(JSON.stringify({ register: recipientId })));
     socket.once('message', () => {
       socket.on('message', (data) => onSentAt((JSON.parse(String(data)) as { sentAt: number }).sentAt));
       resolve({ close: () => new Promise((done) => { socket.once('close', () => done()); socket.close(); }) });
@@ -34,25 +37,28 @@ function connectBare(url: string, i: number, onSentAt: (t: number) => void): Pro
   });
 }
 
-function connectSocketIo(url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> {
+function connectSocketIo(url: string, i: number, recipientId: string, onSentAt: (t: number) => void): Promise<PeerClient> {
   const socket: Socket = io(url, { transports: ['websocket'], query: { token: `t${i}` }, reconnection: false, forceNew: true, localAddress: sourceAddress(i) } as never);
   return new Promise((resolve, reject) => {
     socket.once('connect_error', reject);
     socket.once('connect', () => {
       socket.on('notification', (body: { sentAt: number }) => onSentAt(body.sentAt));
-      socket.emitWithAck('register', String(i)).then(() => resolve({ close: async () => void socket.disconnect() }), reject);
+      socket.emitWithAck('register', recipientId).then(() => resolve({ close: async () => void socket.disconnect() }), reject);
     });
   });
 }
 
-const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void): Promise<PeerClient> =>
-  kind === 'bare' ? connectBare(url, i, onSentAt) : connectSocketIo(url, i, onSentAt);
+/** Client i, registered as recipient i or, as a broadcast's listener, as BROADCAST_ID. */
+const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void, broadcast = false): Promise<PeerClient> => {
+  const recipientId = broadcast ? BROADCAST_ID : String(i);
+  return kind === 'bare' ? connectBare(url, i, recipientId, onSentAt) : connectSocketIo(url, i, recipientId, onSentAt);
+};
 
 /** N clients (indexes first .. first + N - 1), 100 connecting at a time. */
-async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void, first = 0): Promise<PeerClient[]> {
+async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void, first = 0, broadcast = false): Promise<PeerClient[]> {
   const clients: PeerClient[] = [];
   for (let next = 0; next < n; ) {
-    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, first + next + k, onSentAt));
+    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, first + next + k, onSentAt, broadcast));
     next += batch.length;
     clients.push(...(await Promise.all(batch)));
   }
@@ -102,17 +108,24 @@ function post(agent: http.Agent, url: URL, body: string): Promise<number> {
 
 const percentile = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 
-async function notify(kind: Kind, url: string, n: number, c: number, durationS: number, broadcast: boolean): Promise<void> {
+interface NotifyRun { n: number; c: number; durationS: number; rate: number | undefined; broadcast: boolean }
+
+async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcast }: NotifyRun): Promise<void> {
   const latencies: number[] = [];
-  const clients = await connectMany(kind, url, n, (sentAt) => latencies.push(now() - sentAt));
+  const clients = await connectMany(kind, url, n, (sentAt) => latencies.push(now() - sentAt), 0, broadcast);
   const agent = new http.Agent({ keepAlive: true, maxSockets: c });
   const emitUrl = new URL('/emit', url.replace(/^ws/, 'http'));
   let ok = 0;
   let next = 0;
   const start = performance.now();
   const end = start + durationS * 1000;
+  let scheduled = 0;
   const loop = async (): Promise<void> => {
     while (performance.now() < end) {
+      // Paced: emit k is due k/rate s after the start, whichever connection is free takes it.
+      const due = rate === undefined ? 0 : start + (scheduled++ * 1000) / rate - performance.now();
+      if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+      if (performance.now() >= end) break;
       const body = broadcast ? { broadcast: true, sentAt: now() } : { recipientId: String(next++ % n), sentAt: now() };
       if ((await post(agent, emitUrl, JSON.stringify(body))) < 300) ok++;
     }
@@ -126,18 +139,21 @@ async function notify(kind: Kind, url: string, n: number, c: number, durationS: 
   console.log(JSON.stringify({
     command: 'notify', kind, broadcast, clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length,
     emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS,
-    latency: { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) },
+    latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), p99_9: percentile(sorted, 0.999), max: sorted.at(-1) },
   }));
   process.exit(0);
 }
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, broadcast: { type: 'boolean', default: false } },
+  options: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, rate: { type: 'string', short: 'R' }, broadcast: { type: 'boolean', default: false } },
 });
 const [command, kind, url] = positionals as [string, Kind, string];
 if (!['socketio', 'bare'].includes(kind) || !url) throw new Error('usage: peer-load.ts fill|churn|notify socketio|bare <url> ...');
 if (command === 'fill') await fill(kind, url, Number(values.clients), Number(values.hold), Number(values.first));
 else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration));
-else if (command === 'notify') await notify(kind, url, Number(values.clients ?? 1000), Number(values.connections), Number(values.duration), values.broadcast === true);
+else if (command === 'notify') {
+  const rate = values.rate === undefined ? undefined : Number(values.rate);
+  await notify(kind, url, { n: Number(values.clients ?? 1000), c: Number(values.connections), durationS: Number(values.duration), rate, broadcast: values.broadcast === true });
+}
 else throw new Error(`unknown command ${command}`);

@@ -2,14 +2,15 @@
 /**
  * The floor: a bare `ws` server that does no protocol work. A client connects (any ?token= is accepted, no
  * check), sends {"register":"<recipientId>"}, and is kept in a Map by recipientId. POST /emit publishes the
- * payload on one Redis channel and every node (here: one) writes it to the matching socket(s) as it arrives,
- * so an emit crosses Redis as it does in the gateway and in Socket.IO's adapter.
+ * payload on one Redis channel and every node (here: one) writes it to the matching socket(s) as it arrives (a
+ * broadcast: those registered as BROADCAST_ID), so an emit crosses Redis as it does in the gateway and in
+ * Socket.IO's adapter.
  *
  *   PORT=25100 REDIS_URL=redis://127.0.0.1:25001 node bench/peers/bare-ws.ts
  */
 import { Redis } from 'ioredis';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { httpServer, portFromEnv, redisUrlFromEnv, type Emit } from './common.ts';
+import { BROADCAST_ID, httpServer, portFromEnv, redisUrlFromEnv, type Emit } from './common.ts';
 
 const CHANNEL = 'bare-ws:emit';
 const byRecipient = new Map<string, Set<WebSocket>>();
@@ -17,11 +18,8 @@ let connected = 0;
 
 function deliver(message: string): void {
   const emit = JSON.parse(message) as Emit;
-  if (emit.broadcast) {
-    for (const sockets of byRecipient.values()) for (const socket of sockets) socket.send(message);
-    return;
-  }
-  const sockets = emit.recipientId === undefined ? undefined : byRecipient.get(emit.recipientId);
+  const recipientId = emit.broadcast ? BROADCAST_ID : emit.recipientId;
+  const sockets = recipientId === undefined ? undefined : byRecipient.get(recipientId);
   if (sockets) for (const socket of sockets) socket.send(message);
 }
 

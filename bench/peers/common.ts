@@ -4,7 +4,13 @@
  */
 import http from 'node:http';
 
-/** The body of POST /emit: one person (recipientId) or everybody (broadcast), with the emitter's clock. */
+/**
+ * The recipientId a broadcast's listeners register: a broadcast reaches them, as the gateway's reaches the clients
+ * of an event without criteria, and not the other clients connected (io.emit would reach those too).
+ */
+export const BROADCAST_ID = '*';
+
+/** The body of POST /emit: one person (recipientId) or the broadcast's listeners (broadcast), with the emitter's clock. */
 export interface Emit {
   recipientId?: string;
   broadcast?: boolean;

@@ -2,7 +2,7 @@
 /**
  * What users would pick instead: Socket.IO with @socket.io/redis-adapter on the same Redis. The minimum to run
  * the same scenarios: the handshake carries ?token= (present, not verified), a `register` event (with an ack)
- * joins the room of a recipientId, POST /emit does io.to(room).emit or, for a broadcast, io.emit. WebSocket
+ * joins the room of a recipientId, POST /emit does io.to(room).emit (a broadcast: the room of BROADCAST_ID). WebSocket
  * transport only: long polling would be measuring something else.
  *
  *   PORT=25200 REDIS_URL=redis://127.0.0.1:25001 node bench/peers/socketio.ts
@@ -10,7 +10,7 @@
 import { createAdapter } from '@socket.io/redis-adapter';
 import { Redis } from 'ioredis';
 import { Server } from 'socket.io';
-import { httpServer, portFromEnv, redisUrlFromEnv } from './common.ts';
+import { BROADCAST_ID, httpServer, portFromEnv, redisUrlFromEnv } from './common.ts';
 
 const redisUrl = redisUrlFromEnv();
 const pubClient = new Redis(redisUrl);
@@ -18,8 +18,8 @@ const subClient = pubClient.duplicate();
 
 const server = httpServer({
   emit: (body) => {
-    if (body.broadcast) io.emit('notification', body);
-    else if (body.recipientId !== undefined) io.to(`r:${body.recipientId}`).emit('notification', body);
+    const recipientId = body.broadcast ? BROADCAST_ID : body.recipientId;
+    if (recipientId !== undefined) io.to(`r:${recipientId}`).emit('notification', body);
   },
   clients: () => io.engine.clientsCount,
 });
