@@ -1,11 +1,12 @@
-/** docs/benchmarks/README.md, memory.svg and reconnect.svg from a run's results. No dependency: the charts are drawn by hand. */
+/** docs/benchmarks/README.md, memory.svg, latency.svg and reconnect.svg from a run's results (the charts: bench/chart.ts). */
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
+import { lineChart } from './chart.ts';
 import { WHY_MISSED } from './missed.ts';
 import { GATEWAY_NODE_ARGS, type Sample } from './procs.ts';
 
-export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number }
+export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number; slabKb?: number }
 export interface Results {
   quick: boolean; startedAt: string; levels: number[];
   figures: Record<string, number>;
@@ -44,7 +45,7 @@ const fmt = (v: number | undefined): string => (v === undefined ? '–' : Math.a
 function table(r: Results): string {
   const rows = FIGURES.map(([name, label, op, target]) => {
     const ours = r.figures[name];
-    const peer = (p: string): string => (name.endsWith('_vs_socketio') || name.startsWith('paced') ? '' : fmt(r.figures[`${p}_${name}`]));
+    const peer = (p: string): string => (name.endsWith('_vs_socketio') ? '' : fmt(r.figures[`${p}_${name}`]));
     const met = ours === undefined ? 'not yet measured' : meets(ours, op, target) ? 'yes' : 'no';
     return `| \`${name}\` — ${label} | ${fmt(ours)} | ${peer('socketio')} | ${peer('bare')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
   });
@@ -118,45 +119,68 @@ ${rows.join('\n')}
 }
 
 function memoryTable(r: Results): string {
-  const head = `| clients | ${Object.keys(r.memory).map((n) => `${n} RSS MB | ${n} heap MB | ${n} Redis MB`).join(' | ')} |`;
-  const sep = `|---:|${Object.keys(r.memory).map(() => '---:|---:|---:').join('|')}|`;
+  const head = `| clients | ${Object.keys(r.memory).map((n) => `${n} RSS MB | ${n} heap MB | ${n} Redis MB | ${n} kernel slab MB`).join(' | ')} |`;
+  const sep = `|---:|${Object.keys(r.memory).map(() => '---:|---:|---:|---:').join('|')}|`;
   const mb = (b: number | undefined): string => (b === undefined ? '–' : (b / 1048576).toFixed(1));
   const rows = r.levels.map((clients) => `| ${clients.toLocaleString('en-US')} | ${Object.values(r.memory).map((levels) => {
     const l = levels.find((x) => x.clients === clients);
-    return `${mb(l && l.rssKb * 1024)} | ${mb(l?.heapUsed)} | ${mb(l?.redisUsedMemory)}`;
+    return `${mb(l && l.rssKb * 1024)} | ${mb(l?.heapUsed)} | ${mb(l?.redisUsedMemory)} | ${mb(l?.slabKb && l.slabKb * 1024)}`;
   }).join(' | ')} |`);
   return [head, sep, ...rows].join('\n');
 }
 
-/** A line chart: one polyline per series, axes with a few ticks, a legend. */
-export function lineChart(title: string, xLabel: string, yLabel: string, series: Array<{ name: string; points: Array<[number, number]> }>): string {
-  const [w, h, left, right, top, bottom] = [720, 400, 70, 160, 40, 50];
-  const all = series.flatMap((s) => s.points);
-  const xMax = Math.max(1, ...all.map((p) => p[0]));
-  const yMax = Math.max(1, ...all.map((p) => p[1])) * 1.1;
-  const x = (v: number): number => left + (v / xMax) * (w - left - right);
-  const y = (v: number): number => h - bottom - (v / yMax) * (h - top - bottom);
-  const colors = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b'];
-  const ticks = [0, 0.25, 0.5, 0.75, 1];
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${w}" height="${h}" fill="white"/>`, `<text x="${w / 2}" y="22" text-anchor="middle" font-size="15">${title}</text>`];
-  for (const t of ticks) {
-    out.push(`<line x1="${left}" x2="${w - right}" y1="${y(t * yMax)}" y2="${y(t * yMax)}" stroke="#ddd"/>`,
-      `<text x="${left - 6}" y="${y(t * yMax) + 4}" text-anchor="end">${(t * yMax).toFixed(0)}</text>`,
-      `<text x="${x(t * xMax)}" y="${h - bottom + 16}" text-anchor="middle">${Math.round(t * xMax).toLocaleString('en-US')}</text>`);
-  }
-  out.push(`<line x1="${left}" x2="${left}" y1="${top}" y2="${h - bottom}" stroke="black"/>`, `<line x1="${left}" x2="${w - right}" y1="${h - bottom}" y2="${h - bottom}" stroke="black"/>`,
-    `<text x="${(left + w - right) / 2}" y="${h - 12}" text-anchor="middle">${xLabel}</text>`,
-    `<text transform="translate(16 ${(top + h - bottom) / 2}) rotate(-90)" text-anchor="middle">${yLabel}</text>`);
-  series.forEach((s, i) => {
-    const color = colors[i % colors.length];
-    out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${s.points.map(([a, b]) => `${x(a).toFixed(1)},${y(b).toFixed(1)}`).join(' ')}"/>`,
-      ...s.points.map(([a, b]) => `<circle cx="${x(a).toFixed(1)}" cy="${y(b).toFixed(1)}" r="3" fill="${color}"/>`),
-      `<line x1="${w - right + 12}" x2="${w - right + 32}" y1="${top + 10 + i * 20}" y2="${top + 10 + i * 20}" stroke="${color}" stroke-width="2"/>`,
-      `<text x="${w - right + 38}" y="${top + 14 + i * 20}">${s.name}</text>`);
+const TARGETS: Array<[prefix: string, name: string]> = [['', 'gateway'], ['socketio_', 'Socket.IO'], ['bare_', 'bare ws']];
+
+/**
+ * What a client costs in all, as the reference counts it: the node's RSS, Redis, and the kernel's slab. On loopback
+ * the slab holds both ends of each connection (the load generator's socket too), so the server's share is taken
+ * as half of it.
+ */
+function costTable(r: Results): string {
+  const rows = TARGETS.map(([p, name]) => {
+    const [rss, heap, redisKb, slab] = ['node_rss_kb_per_client', 'node_heap_kb_per_client', 'redis_kb_per_client', 'kernel_slab_kb_per_connection'].map((f) => r.figures[`${p}${f}`]);
+    const total = rss === undefined || redisKb === undefined || slab === undefined ? undefined : rss + redisKb + slab / 2;
+    const perGb = total === undefined ? '–' : Math.round(1048576 / total).toLocaleString('en-US');
+    return `| ${name} | ${fmt(rss)} | ${fmt(heap)} | ${fmt(redisKb)} | ${fmt(slab)} | ${fmt(total)} | ${perGb} |`;
   });
-  return `${out.join('\n')}\n</svg>\n`;
+  return ['| | node RSS | node heap | Redis | kernel slab, both ends | in all (RSS + Redis + half the slab) | clients per GB |',
+    '|---|---:|---:|---:|---:|---:|---:|', ...rows].join('\n');
 }
+
+/** Scenario 3 (10,000 clients connected) beside scenario 4 (every client: 18,000), per target. */
+const CONNECTED_ROWS: Array<[string, string]> = [
+  ['notify_person_per_s', 'one person each, unpaced, notifications/s'],
+  ['paced_p50_ms', 'one person each at 1,000/s: delivery p50, ms'],
+  ['paced_p99_ms', '… p99, ms'],
+  ['broadcast_1k_per_s', 'broadcast to 1,000, unpaced, notifications/s'],
+  ['broadcast_paced_p50_ms', 'broadcast to 1,000 at 5/s: delivery p50, ms'],
+  ['broadcast_paced_last_ms', '… the last one told, ms'],
+];
+
+function connectedTable(r: Results, connected: number, every: number): string {
+  const head = TARGETS.map(([, name]) => `${name}, ${connected.toLocaleString('en-US')} | ${name}, ${every.toLocaleString('en-US')}`).join(' | ');
+  const rows = CONNECTED_ROWS.map(([figure, label]) =>
+    `| ${label} | ${TARGETS.map(([p]) => `${fmt(r.figures[`${p}${figure}`])} | ${fmt(r.figures[`${p}every_client_${figure}`])}`).join(' | ')} |`);
+  return [`| clients connected | ${head} |`, `|---|${TARGETS.map(() => '---:|---:').join('|')}|`, ...rows].join('\n');
+}
+
+/** Delivery latency by percentile: the paced runs of every target, and the gateway's one-person emits during the 18k broadcast. */
+function latencySeries(r: Results): Array<{ name: string; points: Array<[number, number]> }> {
+  const delivery = (key: string): Record<string, number> | undefined => {
+    const run = r.runs[key] as { latency?: { delivery?: Record<string, number> } & Record<string, number> } | undefined;
+    return run?.latency?.delivery ?? run?.latency;
+  };
+  const wanted: Array<[string, string]> = [
+    ['gateway notify-paced 1', 'gateway, 1,000/s'], ['socketio notify-paced 1', 'Socket.IO, 1,000/s'], ['bare notify-paced 1', 'bare ws, 1,000/s'],
+    ['gateway every-client notify-paced 1', 'gateway, 1,000/s, 18k on'], ['gateway person-during-broadcast', 'gateway, 100/s, in 18k broadcasts'],
+  ];
+  return wanted.flatMap(([key, name]) => {
+    const d = delivery(key);
+    const points = PERCENTILES.flatMap(([, field], i): Array<[number, number]> => (d?.[field] === undefined ? [] : [[i, d[field]]]));
+    return points.length > 0 ? [{ name, points }] : [];
+  });
+}
+const PERCENTILES: Array<[string, string]> = [['p50', 'p50'], ['p90', 'p90'], ['p99', 'p99'], ['p99.9', 'p99_9'], ['max', 'max']];
 
 function machine(): string {
   const redis = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).split(' ')[2] ?? '?';
@@ -171,12 +195,28 @@ function missedSection(r: Results): string {
   return `\n### Where a figure is missed, and why\n\n${lines.join('\n')}\n`;
 }
 
+/** Per part for the gateway (RSS, heap, Redis, the kernel's slab in its run), RSS alone for the peers. */
+function memorySeries(r: Results): Array<{ name: string; points: Array<[number, number]> }> {
+  const line = (levels: Level[], value: (l: Level) => number | undefined): Array<[number, number]> =>
+    levels.flatMap((l): Array<[number, number]> => (value(l) === undefined ? [] : [[l.clients, value(l)!]]));
+  const gateway = r.memory.gateway ?? [];
+  const parts = [
+    { name: 'gateway RSS', points: line(gateway, (l) => l.rssKb / 1024) },
+    { name: 'gateway heap', points: line(gateway, (l) => l.heapUsed && l.heapUsed / 1048576) },
+    { name: 'Redis (gateway)', points: line(gateway, (l) => l.redisUsedMemory / 1048576) },
+    { name: 'kernel slab, both ends', points: line(gateway, (l) => l.slabKb && l.slabKb / 1024) },
+    ...Object.entries(r.memory).filter(([name]) => name !== 'gateway').map(([name, levels]) => ({ name: `${name} RSS`, points: line(levels, (l) => l.rssKb / 1024) })),
+  ];
+  return parts.filter((part) => part.points.length > 0);
+}
+
 export function writeReport(r: Results, dir: string): void {
-  const series = Object.entries(r.memory).flatMap(([name, levels]) => [
-    { name: `${name} RSS`, points: levels.map((l) => [l.clients, l.rssKb / 1024] as [number, number]) },
-    { name: `redis (${name})`, points: levels.map((l) => [l.clients, l.redisUsedMemory / 1048576] as [number, number]) },
-  ]);
-  writeFileSync(`${dir}/memory.svg`, lineChart('Memory as clients grow (each with its own subscription)', 'clients', 'MB', series));
+  writeFileSync(`${dir}/memory.svg`, lineChart('Memory as clients grow (each with its own subscription)', 'clients', 'MB', memorySeries(r)));
+  const latency = latencySeries(r);
+  if (latency.length > 0) {
+    writeFileSync(`${dir}/latency.svg`, lineChart('Delivery latency, one person each (emit written → client read)', 'percentile', 'ms (log)', latency,
+      { xTicks: PERCENTILES.map(([label], i) => [i, label]), logY: true }));
+  }
   const back = Object.entries(r.reconnect ?? {}).map(([name, run]) => ({ name: SERIES_NAMES[name] ?? name, points: run.series }));
   if (back.length > 0) writeFileSync(`${dir}/reconnect.svg`, lineChart('Clients back over time', 's since the first drop', 'clients connected and registered', back));
   const missing = FIGURES.map(([n]) => n).filter((n) => r.figures[n] === undefined);
@@ -208,10 +248,27 @@ seconds apart shares the drift); medians over ${r.quick ? 1 : 3} round(s) of the
 
 ${codeTable(r)}
 
+## Notifications, and with more clients connected
+
+![delivery latency](latency.svg)
+
+Each notify run has 1,000 listeners (one person each, or the subscribers of the broadcast) among
+${r.quick ? '2,000' : '10,000'} clients connected: the others are a fill, idle, each with both tokens and a subscription of its own.
+${r.quick ? '' : `The same runs once more with every client connected (18,000; one run each, no target):
+
+${connectedTable(r, 10_000, 18_000)}
+`}
 ${back.length > 0 ? failoverSection(r) : ''}
 ## Memory as clients grow
 
 ![memory](memory.svg)
+
+What a client costs, KB (slopes between 6,000 clients and the last level). The kernel's slab is read from
+/proc/meminfo and is the whole machine's: on loopback it holds both ends of each connection (the load generator's
+socket is the same kernel objects as the server's), so "in all" counts half of it for the server, as the reference,
+whose load generator ran on another machine, counts the server's kernel alone.
+
+${costTable(r)}
 
 ${memoryTable(r)}
 
@@ -219,13 +276,16 @@ ${memoryTable(r)}
 
 - **gateway**: \`node ${GATEWAY_NODE_ARGS.join(' ')} packages/gateway/src/main.ts\` with \`PORT\`, \`LOG_LEVEL=warn\`, \`REDIS_URL\`.
 - **Socket.IO**: \`bench/peers/socketio.ts\`, Socket.IO + \`@socket.io/redis-adapter\`, WebSocket transport only; \`register\`
-  joins a room per recipientId; \`POST /emit\` does \`io.to(room).emit\` (or \`io.emit\`).
+  joins a room per recipientId; \`POST /emit\` does \`io.to(room).emit\` (a broadcast: the listeners' room).
 - **bare ws**: \`bench/peers/bare-ws.ts\`, \`ws\` + ioredis, a Map by recipientId; \`POST /emit\` publishes on one Redis
   channel and the subscriber writes to the socket(s): no protocol work at all.
 - Each server gets a fresh \`redis-server --save '' --appendonly no\`, ports 25001–25030.
-- Memory levels: clients connected and registered (each its own recipientId), 2 s to settle, then RSS
-  (/proc/<pid>/status VmRSS), heap and Redis INFO used_memory; the clients leave before the next level.
-- Churn: 100 clients at a time connect, register, leave, for ${r.quick ? 10 : 20} s. Notify: 1,000 listeners, 100 HTTP connections.
+- Memory levels: clients connected and registered (each its own recipientId), two forced GCs, then RSS
+  (/proc/<pid>/status VmRSS), heap, Redis INFO used_memory and the kernel's Slab (/proc/meminfo); the clients of a
+  level stay connected for the next, which adds the difference.
+- Churn: 100 clients at a time connect, register, leave, for ${r.quick ? 10 : 20} s. Notify: 1,000 listeners among
+  ${r.quick ? '2,000' : '10,000'} clients connected, 100 HTTP connections, unpaced or paced (\`-R\`); broadcasts reach the 1,000 listeners
+  only (the peers' listeners join one room, as the gateway's register an event without criteria).
   ${r.quick ? 'One run each.' : 'Each churn and notify run is made twice; the figure is the median of the two (their mean), as the issue asks.'}
   Each server is started afresh (with its Redis) after its memory levels, before these runs: after 18,000 clients
   came and left, the gateway's rates read 20-35% lower (Socket.IO's hardly moved).

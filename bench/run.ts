@@ -7,7 +7,8 @@
  *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s; each twice, medians (make bench)
  *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
- *                                 broadcast-1k, notify-paced, broadcast-18k, can-connect, restart, kill (bench/failover.ts)
+ *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
+ *                                 18,000 clients connected), broadcast-18k, can-connect, restart, kill (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
@@ -113,21 +114,36 @@ async function startTarget(t: Target): Promise<void> {
 }
 
 /**
- * Grow to `clients` by adding a fill for the difference (earlier fills stay connected, as the clients of a real
- * node do), wait until the server counts them all, force a GC in the server, and read RSS, heap and Redis.
+ * Grow what `fills` hold to `clients` by adding a fill for the difference, each client with both tokens and its
+ * own subscription (client indexes from `firstIndex + held`), and wait until the server counts them all. Earlier
+ * fills stay connected, as the clients of a real node do.
  */
+async function growFill(t: Target, clients: number, fills: Proc[], held: number, firstIndex = 0): Promise<void> {
+  if (clients <= held) return;
+  const url = `ws://127.0.0.1:${t.port}`;
+  const delta = ['--clients', String(clients - held), '--first', String(firstIndex + held), '--hold', '900'];
+  const args = t.name === 'gateway'
+    ? [WSLOAD, 'fill', url, ...delta, '--rate', '2000', '--register', 'announcements', '--per-client', '--tokens', 'both', '--quiet']
+    : [PEER_LOAD, 'fill', t.name, url, ...delta];
+  results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
+  const load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}-${clients}.log`);
+  fills.push(load);
+  await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load.stdout.includes('ready')), 120_000);
+}
+
+async function stopFills(t: Target, fills: Proc[]): Promise<void> {
+  await Promise.all(fills.map((fill) => stop(fill, 'SIGINT', 20_000)));
+  await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
+}
+
+/** Kernel slab (/proc/meminfo), KB: every TCP socket lives there, both ends of a loopback connection alike. */
+function slabKb(): number {
+  return Number(/^Slab:\s+(\d+)/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1]);
+}
+
+/** Grow to `clients`, force a GC in the server, and read RSS, heap, Redis and the kernel's slab. */
 async function memoryLevel(t: Target, clients: number, fills: Proc[], held: number): Promise<Level> {
-  if (clients > held) {
-    const url = `ws://127.0.0.1:${t.port}`;
-    const delta = ['--clients', String(clients - held), '--first', String(held), '--hold', '600'];
-    const args = t.name === 'gateway'
-      ? [WSLOAD, 'fill', url, ...delta, '--rate', '2000', '--register', 'announcements', '--per-client', '--tokens', 'both', '--quiet']
-      : [PEER_LOAD, 'fill', t.name, url, ...delta];
-    results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
-    const load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}-${clients}.log`);
-    fills.push(load);
-    await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load.stdout.includes('ready')), 120_000);
-  }
+  await growFill(t, clients, fills, held);
   // The servers run with bench/gc-preload.ts: SIGUSR2 makes them collect, so heap and RSS hold live data only.
   // Twice: what the first collection frees only through weak callbacks and finalizers goes in the second.
   t.server!.child.kill('SIGUSR2');
@@ -135,7 +151,7 @@ async function memoryLevel(t: Target, clients: number, fills: Proc[], held: numb
   t.server!.child.kill('SIGUSR2');
   await sleep(2000);
   const stats = await serverStats(t);
-  const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]) };
+  const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]), slabKb: slabKb() };
   if (stats.heapUsed !== undefined) level.heapUsed = stats.heapUsed;
   return level;
 }
@@ -158,43 +174,79 @@ async function memoryScenario(t: Target): Promise<void> {
       levels.push(await memoryLevel(t, clients, fills, levels.at(-1)?.clients ?? 0));
     }
   } finally {
-    await Promise.all(fills.map((fill) => stop(fill, 'SIGINT', 20_000)));
-    await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
+    await stopFills(t, fills);
   }
   results.memory[t.name] = levels;
   record(`${prefix(t)}node_rss_kb_per_client`, slopeKb(levels, (l) => l.rssKb));
   record(`${prefix(t)}node_heap_kb_per_client`, slopeKb(levels, (l) => (l.heapUsed === undefined ? undefined : l.heapUsed / 1024)));
   record(`${prefix(t)}redis_kb_per_client`, slopeKb(levels, (l) => l.redisUsedMemory / 1024));
+  record(`${prefix(t)}kernel_slab_kb_per_connection`, slopeKb(levels, (l) => l.slabKb));
 }
 
-async function loadScenarios(t: Target): Promise<void> {
-  const ws = `ws://127.0.0.1:${t.port}`;
-  const http = `http://127.0.0.1:${t.port}`;
-  const gw = t.name === 'gateway';
-  type Take = (r: Record<string, any>) => Record<string, number | undefined>;
-  const steps: Array<[string, string[], Take]> = [
-    ['churn', gw ? ['churn', ws, '-c', '100', '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both'] : ['churn', t.name, ws, '-c', '100', '-d', String(CHURN_S)],
-      (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond ?? r.clientsPerSecond })],
-    ['notify-person', gw ? ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S)] : ['notify', t.name, ws, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S)],
-      (r) => ({ [`${prefix(t)}notify_person_per_s`]: r.rates?.notificationsPerSecond ?? r.notificationsPerSecond })],
-    ['broadcast-1k', gw ? ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '--broadcast'] : ['notify', t.name, ws, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '--broadcast'],
-      (r) => ({ [`${prefix(t)}broadcast_1k_per_s`]: r.rates?.notificationsPerSecond ?? r.notificationsPerSecond })],
-  ];
-  if (gw) steps.push(['notify-paced', ['notify', http, '--clients', '1000', '-c', '100', '-d', String(NOTIFY_S), '-R', '1000'],
-    (r) => ({ paced_p50_ms: r.latency?.delivery?.p50, paced_p99_ms: r.latency?.delivery?.p99 })]);
-  for (const [name, args, take] of steps.filter(([name]) => wanted(name))) {
-    sampler.phase = `${t.name} ${name}`;
+/** The listeners of each notify run. The other clients connected meanwhile (a fill) are idle, each with its own subscription. */
+const NOTIFY_CLIENTS = 1000;
+/** Scenario 3: the clients connected during the notify runs. Scenario 4: every client (18,000), the runs once more. */
+const CONNECTED = QUICK ? 2000 : 10_000;
+const EVERY_CLIENT = QUICK ? undefined : LEVELS.at(-1)!;
+
+type Take = (r: Record<string, any>) => Record<string, number | undefined>;
+type Step = [name: string, args: string[], take: Take];
+
+/** Each step `runs` times; each figure is the median of its runs. Runs are kept as "<target> <phase><step> <run>". */
+async function runSteps(t: Target, steps: Step[], runs: number, phase = ''): Promise<void> {
+  for (const [name, args, take] of steps) {
+    sampler.phase = `${t.name} ${phase}${name}`;
     const taken: Array<Record<string, number | undefined>> = [];
-    for (let run = 1; run <= RATE_RUNS; run++) {
+    for (let run = 1; run <= runs; run++) {
       try {
         const out = await runLoad(t, args, CHURN_S + NOTIFY_S + 120);
-        results.runs[`${t.name} ${name} ${run}`] = out;
+        results.runs[`${t.name} ${phase}${name} ${run}`] = out;
         taken.push(take(out));
-      } catch (error) { results.errors.push(`${t.name} ${name} ${run}: ${(error as Error).message}`); }
+      } catch (error) { results.errors.push(`${t.name} ${phase}${name} ${run}: ${(error as Error).message}`); }
     }
     for (const figure of Object.keys(taken[0] ?? {})) {
       record(figure, median(taken.map((values) => values[figure]).filter((value) => value !== undefined)));
     }
+  }
+}
+
+/** Scenario 3's runs (and 4's, with `figure` naming them apart): one person each, unpaced and at 1,000/s; a broadcast to the 1,000 listeners, unpaced and 5/s. */
+function notifySteps(t: Target, figure: (name: string) => string): Step[] {
+  const listeners = ['--clients', String(NOTIFY_CLIENTS), '-c', '100', '-d', String(NOTIFY_S)];
+  const notify = (...extra: string[]): string[] => (t.name === 'gateway'
+    ? ['notify', `http://127.0.0.1:${t.port}`, ...listeners, ...extra]
+    : ['notify', t.name, `ws://127.0.0.1:${t.port}`, ...listeners, ...extra]);
+  const rate = (r: Record<string, any>): number | undefined => r.rates?.notificationsPerSecond ?? r.notificationsPerSecond;
+  const delivery = (r: Record<string, any>): Record<string, number> | undefined => r.latency?.delivery ?? r.latency;
+  return [
+    ['notify-person', notify(), (r) => ({ [figure('notify_person_per_s')]: rate(r) })],
+    ['broadcast-1k', notify('--broadcast'), (r) => ({ [figure('broadcast_1k_per_s')]: rate(r) })],
+    ['notify-paced', notify('-R', '1000'), (r) => ({ [figure('paced_p50_ms')]: delivery(r)?.p50, [figure('paced_p99_ms')]: delivery(r)?.p99 })],
+    ['broadcast-paced', notify('--broadcast', '-R', '5'), (r) => ({ [figure('broadcast_paced_p50_ms')]: delivery(r)?.p50, [figure('broadcast_paced_last_ms')]: delivery(r)?.max })],
+  ];
+}
+
+async function loadScenarios(t: Target): Promise<void> {
+  const ws = `ws://127.0.0.1:${t.port}`;
+  const churn = t.name === 'gateway'
+    ? ['churn', ws, '-c', '100', '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both']
+    : ['churn', t.name, ws, '-c', '100', '-d', String(CHURN_S)];
+  if (wanted('churn')) await runSteps(t, [['churn', churn, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond ?? r.clientsPerSecond })]], RATE_RUNS);
+  const steps = notifySteps(t, (name) => `${prefix(t)}${name}`).filter(([name]) => wanted(name));
+  const everyClient = EVERY_CLIENT !== undefined && wanted('every-client');
+  if (steps.length === 0 && !everyClient) return;
+  const fills: Proc[] = [];
+  try {
+    sampler.phase = `${t.name} fill`;
+    await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills, 0, NOTIFY_CLIENTS);
+    await runSteps(t, steps, RATE_RUNS);
+    if (!everyClient) return;
+    sampler.phase = `${t.name} fill`;
+    await growFill(t, EVERY_CLIENT - NOTIFY_CLIENTS, fills, CONNECTED - NOTIFY_CLIENTS, NOTIFY_CLIENTS);
+    // No target on these: one run each.
+    await runSteps(t, notifySteps(t, (name) => `${prefix(t)}every_client_${name}`), 1, 'every-client ');
+  } finally {
+    await stopFills(t, fills);
   }
 }
 
