@@ -152,5 +152,10 @@ export function createMetrics() {
       labelNames: ['reason'],
       registers,
     }),
+    repliesDropped: new Counter({
+      name: 'herald_replies_dropped_total',
+      help: 'Replies (REGISTER, UNREGISTER, ERROR) not written: the client had left before its answer was ready',
+      registers,
+    }),
   };
 }

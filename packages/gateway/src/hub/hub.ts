@@ -78,8 +78,13 @@ export class Hub {
     session.subscriptions = undefined;
   }
 
-  /** Index a checked REGISTER entry; resolves once the fleet can route to it. Throws TOO_MANY_SUBSCRIPTIONS. */
+  /**
+   * Index a checked REGISTER entry; resolves once the fleet can route to it. Throws TOO_MANY_SUBSCRIPTIONS, and
+   * UNAVAILABLE for a session the hub has let go of (its client left while its can-connect code ran, or while an
+   * earlier reply was pending): joining it would leave a subscription and its route that no close removes.
+   */
   async subscribe(session: Session, onEvent: OnEvent): Promise<ValidOnEvent> {
+    if (session.closed) throw new GatewayError('UNAVAILABLE', 'the connection closed before this REGISTER was answered');
     const route = routeOf(routeEventOf(onEvent), onEvent.condition?.criteria);
     const eventId = eventIdOf(route, onEvent);
     const existing = session.subscription(eventId);

@@ -216,6 +216,7 @@ export class WebSocketTransport implements SessionHandler {
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
     if (session.writable) writeFrame(session.socket, textFrame(frame));
+    else this.#options.metrics.repliesDropped.inc();
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {

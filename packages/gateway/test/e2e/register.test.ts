@@ -1,6 +1,9 @@
 /** REGISTER and UNREGISTER: what is accepted, every refusal, and bad frames that must disturb nobody. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Broker } from '../../src/broker/broker.ts';
+import { MemoryBus } from '../../src/broker/memory.ts';
+import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, metric, onEvent, personToken, startNode, type TestNode } from '../support/gateway.ts';
 
 let node: TestNode;
@@ -137,5 +140,50 @@ describe('bad frames', () => {
     const reply = await bystander.register(onEvent('announcements'));
     assert.equal(reply.validOnEvents.length, 1);
     await bystander.close();
+  });
+});
+
+describe('a client that leaves before its REGISTER is answered', () => {
+  test('what it subscribed goes with it, a REGISTER taken up after the close subscribes nothing, and the replies are counted as dropped', async () => {
+    // A broker whose first route write waits for the test: the client leaves while its REGISTER is unanswered.
+    const memory = new MemoryBus().broker('gated');
+    let reached!: () => void;
+    const routeWriteReached = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const broker: Broker = {
+      nodeId: memory.nodeId,
+      ready: () => memory.ready(),
+      start: (onDelivery) => memory.start(onDelivery),
+      addRoute: async (route) => {
+        reached();
+        await released;
+        await memory.addRoute(route);
+      },
+      // Behind the gate too, so that the routes' writes keep their call order (the Broker contract).
+      removeRoute: async (route) => {
+        await released;
+        await memory.removeRoute(route);
+      },
+      publish: (event, eventData) => memory.publish(event, eventData),
+      close: () => memory.close(),
+    };
+    const gated = await startNode(() => {}, { broker });
+    try {
+      const client = await TestSocket.connect(gated, await apiToken(gated));
+      client.send({ objType: 'REGISTER', onEvents: [onEvent('announcements')] });
+      await routeWriteReached;
+      // Queued behind the first reply: the node takes it up only after the close.
+      client.send({ objType: 'REGISTER', onEvents: [onEvent('announcements', { recipientId: '7' })] });
+      await client.close();
+      await until(async () => (await metric(gated, 'herald_connections')) === 0, 'the node to let the client go');
+      release();
+      await until(async () => (await metric(gated, 'herald_replies_dropped_total')) === 2, 'both replies to be dropped');
+      assert.equal(await metric(gated, 'herald_subscriptions'), 0);
+      assert.equal(await metric(gated, 'herald_routes'), 0);
+      assert.equal(await metric(gated, 'herald_refusals_total', { code: 'UNAVAILABLE' }), 1);
+    } finally {
+      await gated.close();
+    }
   });
 });
