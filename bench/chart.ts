@@ -10,7 +10,7 @@ export interface ChartAxes {
 }
 
 const COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#7f7f7f'];
-const [W, H, LEFT, RIGHT, TOP, BOTTOM] = [760, 400, 70, 210, 40, 50];
+const [W, H, LEFT, RIGHT, TOP, BOTTOM] = [800, 400, 70, 250, 40, 50];
 
 /** Where values go on an axis: the position of a value, and the ticks to draw with their labels. */
 interface Scale { at(value: number): number; ticks: Array<[number, string]> }

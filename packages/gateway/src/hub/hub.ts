@@ -39,6 +39,8 @@ interface Bucket {
 }
 
 interface Shape {
+  /** The event's name and field names as first seen: every route the shape holds shares these strings. */
+  readonly event: string;
   readonly fields: readonly string[];
   readonly buckets: Map<string, Bucket>;
 }
@@ -156,11 +158,14 @@ export class Hub {
     if (!shapes) this.#events.set(route.event, (shapes = new Map()));
     const shapeKey = shapeKeyOf(route.fields);
     let shape = shapes.get(shapeKey);
-    if (!shape) shapes.set(shapeKey, (shape = { fields: route.fields, buckets: new Map() }));
+    if (!shape) shapes.set(shapeKey, (shape = { event: route.event, fields: route.fields, buckets: new Map() }));
     let bucket = shape.buckets.get(route.valuesKey);
     if (!bucket) {
-      const created: Bucket = { route, subscriptions: undefined, registering: undefined };
-      created.registering = this.#options.broker.addRoute(route).then(() => {
+      // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
+      // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
+      const held: Route = { event: shape.event, fields: shape.fields, valuesKey: route.valuesKey, key: route.key };
+      const created: Bucket = { route: held, subscriptions: undefined, registering: undefined };
+      created.registering = this.#options.broker.addRoute(held).then(() => {
         created.registering = undefined;
       });
       bucket = created;

@@ -88,6 +88,20 @@ function compactListeners(emitter: WebSocket): void {
   table._events = compact;
 }
 
+/**
+ * With permessage-deflate off (the gateway's setting) ws still gives each connection its own empty table of
+ * negotiated extensions, shared by the WebSocket, its Receiver and its Sender: ~56 B per socket. They only read
+ * it (a client-side negotiation writes to its own), so every socket can share one frozen empty table.
+ */
+const NO_EXTENSIONS = Object.freeze({});
+
+function shareNoExtensions(socket: WebSocket): void {
+  const ws = socket as unknown as { _extensions: object; _receiver: { _extensions: object }; _sender: { _extensions: object } };
+  ws._extensions = NO_EXTENSIONS;
+  ws._receiver._extensions = NO_EXTENSIONS;
+  ws._sender._extensions = NO_EXTENSIONS;
+}
+
 /** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
 function onError(): void {}
 
@@ -208,6 +222,7 @@ export class WebSocketTransport implements SessionHandler {
     socket.on('close', onClose);
     socket.on('pong', onPong);
     compactListeners(socket);
+    shareNoExtensions(socket);
     hub.open(session);
     writeFrame(socket, CONNECTED);
   }
