@@ -40,15 +40,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '14,000-14,800/s after they left (heap back to 27 MB). The gateway does more per client than Socket.IO (two ' +
     'JWTs, the REGISTER reply, a Redis route write).',
   notify_person_per_s:
-    'Since the Redis commands of a turn go out through one corked socket instead of ioredis\'s autopipelining ' +
-    '(broker/redis/connection.ts), 16,300-18,700/s by hand (`wsload notify http://… --clients 1000 -c 100 -d 10` ' +
-    'on a fresh node; 13,700-14,100/s before), 16,600 and 19,400/s in the last two full runs, above the bare ws ' +
-    'peer (12,500 and 14,200/s in the same runs). Profile now (`--cpu-prof`, same command): idle 23% (the 1,000 ' +
-    'listeners and the 100 HTTP connections run on the same 2 cores, so the node is not what stops the rate), ' +
-    'write system calls 23% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis 9%, fastify\'s JSON body ' +
-    'parser 5% (secure-json-parse scans each body for __proto__ and constructor after JSON.parse), the JWT cache ' +
-    'hashing the API token with SHA-256 for its key 4%, GC 4%. 20,000 needs a load generator that costs less than ' +
-    'the node, or other cores for it.',
+    'The node is the limit: at ~100% of a core through the run (`top -d 3` beside `wsload notify http://… ' +
+    '--clients 1000 -c 100 -d 10` on a fresh node; wsload at ~50%), ~55 µs of CPU per notification. Two changes ' +
+    'this far: the Redis commands of a turn go out through one corked socket instead of ioredis\'s autopipelining ' +
+    '(broker/redis/connection.ts; 16,300-18,700/s by hand against 13,700-14,100/s), and a verified API token is ' +
+    'kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s SHA-256 cache key on every emit (~2.5 µs; ' +
+    '18,000-19,300/s by hand against 15,500-17,900/s, alternated three times). Profile (`--cpu-prof`, same ' +
+    'command): the write system calls ~20% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis ~8%, ' +
+    'fastify\'s JSON body parser ~3% (secure-json-parse, kept: it guards against prototype poisoning), GC ~4%; no ' +
+    'single part of ours above 3%. The full runs read 16,600, 19,400 and 20,079/s; the bare ws peer, which does no ' +
+    'protocol work, 12,500-14,200/s in the same runs',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
@@ -59,23 +60,28 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores.',
   broadcast_1k_per_s:
-    'One write system call per recipient (the profile is 92% in the native write), with the 1,000 clients\' ' +
-    'process on the same cores: 145,000-177,000/s over this session\'s runs (166,000 and 145,000 in the last two ' +
-    'full runs; by hand 151,000-175,000 with either Redis path, so the corked socket did not move it beyond the ' +
-    'noise). Socket.IO read 78,000-84,000/s in the same runs.',
+    'The write system call per recipient is the limit: the node runs at ~99% of a core and wsload\'s 1,000 ' +
+    'listeners at ~94% of the other (`top -d 3` beside `wsload notify http://… --clients 1000 -c 100 -d 10 ' +
+    '--broadcast`), and the node\'s profile is 76% in the native write (handleWriteReq), JS 3%: ~4.8 µs per ' +
+    'loopback write on this machine (its kernel tracks loopback connections: /proc/net/nf_conntrack). 145,000-' +
+    '182,000/s over the runs; the bare ws peer 116,000-121,000/s, Socket.IO 78,000-93,000/s in the same runs. ' +
+    'Would move it: fewer, larger writes (not possible one socket per client), or the listeners on other cores',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'One write system call per recipient, ~15-20 µs each while three wsload processes holding the 18,000 clients ' +
-    'share the 2 cores: 270-360 ms of writes on one core, plus the yields every 128 writes (fanOutChunk) that ' +
-    'keep one-person notifications within 20 ms during the broadcast. 263-449 ms over the runs of this session ' +
-    '(`node bench/run.ts --only broadcast-18k`, and the full runs). Would close it: the load generators on other ' +
-    'cores, or writes batched below Node\'s per-socket write.',
+    'One write system call per recipient: on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
+    'inside the node (timed from deliver() to the last write, 10 broadcasts; GC under 1.5 ms of it), and the last ' +
+    'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
+    '297 ms by hand on a fresh node, 263-449 ms in the full runs. Allocation is ~335 B per recipient (sampling heap ' +
+    'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
+    '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. Would close it: the load ' +
+    'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
   person_during_broadcast_ms:
-    'Noisy around the target: 9.5, 11.6, 11.6 and 9.6 ms in four `--only broadcast-18k` runs of this session, ' +
-    '34.9 and 31.8 ms in the last two full runs (where the broadcast follows the other gateway scenarios); with ' +
-    '256 writes per chunk it read 19-31 ms. A one-person emit that arrives during a broadcast waits for a chunk ' +
-    'of writes at each of its steps (HTTP, Redis reply, delivery); the four wsload processes on the same 2 cores ' +
-    'decide the rest.',
+    'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
+    '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +
+    'broadcast-18k` runs, 31.8 and 34.9 ms in two full runs and 10.5 ms in the next. On a node that first ran ' +
+    'the other scenarios (churn and the notify runs by hand) one run in four read 33 ms. A one-person emit that ' +
+    'arrives during a broadcast waits for a chunk of 128 writes (fanOutChunk) at each of its steps (HTTP, Redis ' +
+    'reply, delivery); the four wsload processes on the same 2 cores decide the rest',
   restart_all_back_s:
     'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
     'the old one), there is no gap: every client comes back to the new process at its first try (0 refused). What ' +

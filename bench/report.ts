@@ -238,7 +238,9 @@ Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(
 clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
 6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
 \`process.memoryUsage().heapUsed\` on /stats), 2 s after two forced GCs a second apart (SIGUSR2 to the server, see bench/gc-preload.ts).
-${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
+${r.quick ? '' : `Each memory figure is the median of two passes over the levels, each on a fresh server (\`<target> memory 1|2\` in results.json);
+the tables and charts show the second pass.
+`}${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 
 Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right after
@@ -287,8 +289,8 @@ ${memoryTable(r)}
   ${r.quick ? '2,000' : '10,000'} clients connected, 100 HTTP connections, unpaced or paced (\`-R\`); broadcasts reach the 1,000 listeners
   only (the peers' listeners join one room, as the gateway's register an event without criteria).
   ${r.quick ? 'One run each.' : 'Each churn and notify run is made twice; the figure is the median of the two (their mean), as the issue asks.'}
-  Each server is started afresh (with its Redis) after its memory levels, before these runs: after 18,000 clients
-  came and left, the gateway's rates read 20-35% lower (Socket.IO's hardly moved).
+  Each server is started afresh (with its Redis) after its memory levels, before these runs, so that each scenario
+  measures itself (an earlier gateway read 20-35% lower after 18,000 clients came and left; today's churn does not).
 
 ## Commands
 
