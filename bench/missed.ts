@@ -32,7 +32,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
     'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
     'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs.',
+    'the same runs (3,683 and 4,079/s in the last two, where the gateway read 4,245 and 4,656/s).',
   churn_subscribe_vs_socketio:
     'Depends on what the node went through before, and on noise: 1.99× on fresh servers, 1.50× when the rate ' +
     'scenarios ran after the memory levels (18,000 clients came and left; the bench now restarts each server ' +
@@ -48,8 +48,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '18,000-19,300/s by hand against 15,500-17,900/s, alternated three times). Profile (`--cpu-prof`, same ' +
     'command): the write system calls ~20% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis ~8%, ' +
     'fastify\'s JSON body parser ~3% (secure-json-parse, kept: it guards against prototype poisoning), GC ~4%; no ' +
-    'single part of ours above 3%. The full runs read 16,600, 19,400 and 20,079/s; the bare ws peer, which does no ' +
-    'protocol work, 12,500-14,200/s in the same runs',
+    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051 and 17,809/s; the bare ws ' +
+    'peer, which does no protocol work, 12,500-14,200/s in the same runs and 10,581/s in the last, so the machine\'s ' +
+    'phase moves both. With 18,000 clients connected the last run read 20,862/s (`every_client_notify_person_per_s`)',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
@@ -64,14 +65,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'listeners at ~94% of the other (`top -d 3` beside `wsload notify http://… --clients 1000 -c 100 -d 10 ' +
     '--broadcast`), and the node\'s profile is 76% in the native write (handleWriteReq), JS 3%: ~4.8 µs per ' +
     'loopback write on this machine (its kernel tracks loopback connections: /proc/net/nf_conntrack). 145,000-' +
-    '182,000/s over the runs; the bare ws peer 116,000-121,000/s, Socket.IO 78,000-93,000/s in the same runs. ' +
+    '182,000/s over the runs; the bare ws peer 114,000-121,000/s, Socket.IO 78,000-93,000/s in the same runs. The ' +
+    'last full run read 156,030/s (1.84× Socket.IO) with 10,000 connected and 180,942/s with 18,000 a few minutes ' +
+    'later; the one before, 177,519/s (2.05×). ' +
     'Would move it: fewer, larger writes (not possible one socket per client), or the listeners on other cores',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
     'One write system call per recipient: on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
     'inside the node (timed from deliver() to the last write, 10 broadcasts; GC under 1.5 ms of it), and the last ' +
     'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
-    '297 ms by hand on a fresh node, 263-449 ms in the full runs. Allocation is ~335 B per recipient (sampling heap ' +
+    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250 and 332 ms in the last two). Allocation is ~335 B per recipient (sampling heap ' +
     'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
     '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. Would close it: the load ' +
     'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
@@ -93,5 +96,6 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'up ahead of the intake. Stopped and then started (restart_cold in the table below) the same clients took ' +
     '8.6-12.3 s. A shorter client wait does not close it (wsload `--reconnect-min 0.5 --reconnect-max 2`: 7.5 and ' +
     '7.8 s, away p50 3.5 s): the waiting moves into the admission queue, since the intake (~3,300-3,600 clients/s ' +
-    'with wsload\'s workers on the same cores) is the limit. Would close it: the load generator on other cores.',
+    'with wsload\'s workers on the same cores) is the limit. The last two full runs read 7.09 and 7.78 s. Would ' +
+    'close it: the load generator on other cores.',
 };

@@ -172,7 +172,7 @@ function latencySeries(r: Results): Array<{ name: string; points: Array<[number,
   };
   const wanted: Array<[string, string]> = [
     ['gateway notify-paced 1', 'gateway, 1,000/s'], ['socketio notify-paced 1', 'Socket.IO, 1,000/s'], ['bare notify-paced 1', 'bare ws, 1,000/s'],
-    ['gateway every-client notify-paced 1', 'gateway, 1,000/s, 18k on'], ['gateway person-during-broadcast', 'gateway, 100/s, during 18k broadcasts'],
+    ['gateway every-client notify-paced 1', 'gateway, 1,000/s, 18k connected'], ['gateway person-during-broadcast', 'gateway, during 18k broadcasts'],
   ];
   return wanted.flatMap(([key, name]) => {
     const d = delivery(key);
