@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The client side for the peers, which wsload cannot drive (wsload speaks the API Maker protocol): the same
- * figures with the least client work, each command printing one JSON line on stdout at the end.
+ * figures with the least client work, each command printing one JSON line on stdout at the end, shaped as
+ * wsload's --json report (counts, rates, latency.delivery) so that the bench reads both alike.
  *
  *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--first I] [--hold S]   prints "ready N" once all registered
  *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10]            connect, register (acked), close
@@ -91,7 +92,7 @@ async function churn(kind: Kind, url: string, c: number, durationS: number): Pro
   const start = performance.now();
   await Promise.all(Array.from({ length: c }, loop));
   const seconds = (performance.now() - start) / 1000;
-  console.log(JSON.stringify({ command: 'churn', kind, completed, failed, clientsPerSecond: completed / seconds }));
+  console.log(JSON.stringify({ command: 'churn', kind, counts: { cycles: completed, failed }, rates: { clientsPerSecond: completed / seconds } }));
   process.exit(0);
 }
 
@@ -137,9 +138,10 @@ async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcas
   const deliveryS = (performance.now() - start) / 1000;
   const sorted = Float64Array.from(latencies).sort();
   console.log(JSON.stringify({
-    command: 'notify', kind, broadcast, clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length,
-    emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS,
-    latency: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), p99_9: percentile(sorted, 0.999), max: sorted.at(-1) },
+    command: 'notify', kind, broadcast,
+    counts: { clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length },
+    rates: { emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS },
+    latency: { delivery: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), p99_9: percentile(sorted, 0.999), max: sorted.at(-1) } },
   }));
   process.exit(0);
 }

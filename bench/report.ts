@@ -166,10 +166,8 @@ function connectedTable(r: Results, connected: number, every: number): string {
 
 /** Delivery latency by percentile: the paced runs of every target, and the gateway's one-person emits during the 18k broadcast. */
 function latencySeries(r: Results): Array<{ name: string; points: Array<[number, number]> }> {
-  const delivery = (key: string): Record<string, number> | undefined => {
-    const run = r.runs[key] as { latency?: { delivery?: Record<string, number> } & Record<string, number> } | undefined;
-    return run?.latency?.delivery ?? run?.latency;
-  };
+  const delivery = (key: string): Record<string, number> | undefined =>
+    (r.runs[key] as { latency?: { delivery?: Record<string, number> } } | undefined)?.latency?.delivery;
   const wanted: Array<[string, string]> = [
     ['gateway notify-paced 1', 'gateway, 1,000/s'], ['socketio notify-paced 1', 'Socket.IO, 1,000/s'], ['bare notify-paced 1', 'bare ws, 1,000/s'],
     ['gateway every-client notify-paced 1', 'gateway, 1,000/s, 18k connected'], ['gateway person-during-broadcast', 'gateway, during 18k broadcasts'],

@@ -239,8 +239,8 @@ function notifySteps(t: Target, figure: (name: string) => string): Step[] {
   const notify = (...extra: string[]): string[] => (t.name === 'gateway'
     ? ['notify', `http://127.0.0.1:${t.port}`, ...listeners, ...extra]
     : ['notify', t.name, `ws://127.0.0.1:${t.port}`, ...listeners, ...extra]);
-  const rate = (r: Record<string, any>): number | undefined => r.rates?.notificationsPerSecond ?? r.notificationsPerSecond;
-  const delivery = (r: Record<string, any>): Record<string, number> | undefined => r.latency?.delivery ?? r.latency;
+  const rate = (r: Record<string, any>): number | undefined => r.rates?.notificationsPerSecond;
+  const delivery = (r: Record<string, any>): Record<string, number> | undefined => r.latency?.delivery;
   return [
     ['notify-person', notify(), (r) => ({ [figure('notify_person_per_s')]: rate(r) })],
     ['broadcast-1k', notify('--broadcast'), (r) => ({ [figure('broadcast_1k_per_s')]: rate(r) })],
@@ -254,7 +254,7 @@ async function loadScenarios(t: Target): Promise<void> {
   const churn = t.name === 'gateway'
     ? ['churn', ws, '-c', '100', '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both']
     : ['churn', t.name, ws, '-c', '100', '-d', String(CHURN_S)];
-  if (wanted('churn')) await runSteps(t, [['churn', churn, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond ?? r.clientsPerSecond })]], RATE_RUNS);
+  if (wanted('churn')) await runSteps(t, [['churn', churn, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond })]], RATE_RUNS);
   const steps = notifySteps(t, (name) => `${prefix(t)}${name}`).filter(([name]) => wanted(name));
   const everyClient = EVERY_CLIENT !== undefined && wanted('every-client');
   if (steps.length === 0 && !everyClient) return;
