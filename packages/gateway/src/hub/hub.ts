@@ -163,7 +163,7 @@ export class Hub {
     if (!bucket) {
       // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
       // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
-      const held: Route = { event: shape.event, fields: shape.fields, valuesKey: route.valuesKey, key: route.key };
+      const held: Route = { ...route, event: shape.event, fields: shape.fields };
       const created: Bucket = { route: held, subscriptions: undefined, registering: undefined };
       created.registering = this.#options.broker.addRoute(held).then(() => {
         created.registering = undefined;

@@ -92,13 +92,13 @@ function compactListeners(emitter: WebSocket): void {
  * With permessage-deflate off (node.ts sets it so) ws still gives each connection its own empty table of
  * negotiated extensions, shared by the WebSocket, its Receiver and its Sender: ~56 B per socket. They only read
  * it (a client-side negotiation writes to its own), so every socket can share one frozen empty table. A socket
- * that did negotiate an extension keeps its own.
+ * that did negotiate permessage-deflate (ws's only extension) keeps its own.
  */
 const NO_EXTENSIONS = Object.freeze({});
 
 function shareNoExtensions(socket: WebSocket): void {
   const ws = socket as unknown as { _extensions: object; _receiver: { _extensions: object }; _sender: { _extensions: object } };
-  if (Object.keys(ws._extensions).length > 0) return;
+  if ('permessage-deflate' in ws._extensions) return;
   ws._extensions = NO_EXTENSIONS;
   ws._receiver._extensions = NO_EXTENSIONS;
   ws._sender._extensions = NO_EXTENSIONS;
