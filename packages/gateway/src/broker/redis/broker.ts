@@ -97,7 +97,7 @@ export class RedisBroker implements Broker {
     const lastOfShape = this.#shapes.release(route);
     await this.#write(() =>
       Promise.all([
-        this.#registry.remove(route.key),
+        this.#registry.remove(route.key, this.#routes.size === 0),
         lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
       ]),
     );

@@ -68,8 +68,6 @@ export class RouteRegistry {
    * two commands, not four, and a sweep merely strips a few buckets that hold nothing of the node's.
    */
   readonly #marked = new Set<number>();
-  /** The routes this node holds. */
-  #routes = 0;
 
   constructor(redis: Commands, keys: Keyspace, nodeId: string, routeBuckets: number) {
     this.#redis = redis;
@@ -97,7 +95,6 @@ export class RouteRegistry {
 
   async add(routeKey: string): Promise<void> {
     const bucket = bucketOf(routeKey, this.#buckets);
-    this.#routes++;
     const unmarked = !this.#marked.has(bucket);
     if (unmarked) this.#marked.add(bucket);
     // The bit is sent first: a node that dies between the two leaves no route that its sweeper cannot find.
@@ -107,10 +104,12 @@ export class RouteRegistry {
     ]);
   }
 
-  /** With the node's last route its bitmap is deleted: a node without routes leaves no key. */
-  async remove(routeKey: string): Promise<void> {
+  /**
+   * `last`: the node holds no other route (the broker, which keeps the node's routes, knows). Its bitmap is then
+   * deleted: a node without routes leaves no key.
+   */
+  async remove(routeKey: string, last: boolean): Promise<void> {
     const bucket = bucketOf(routeKey, this.#buckets);
-    const last = --this.#routes === 0;
     if (last) this.#marked.clear();
     await Promise.all([
       this.#redis.heraldRouteRemove(this.#keys.routeBucket(bucket), routeKey, this.#nodeId),
