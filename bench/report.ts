@@ -42,14 +42,17 @@ const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
 const meets = (value: number, op: '≤' | '≥', target: number): boolean => (op === '≤' ? value <= target : value >= target);
 const fmt = (v: number | undefined): string => (v === undefined ? '–' : Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : v.toFixed(2));
 
+/** The measured servers, each with the prefix of its figures' names in results.json. */
+const TARGETS: Array<[prefix: string, name: string]> = [['', 'gateway'], ['socketio_', 'Socket.IO'], ['bare_', 'bare ws']];
+
 function table(r: Results): string {
   const rows = FIGURES.map(([name, label, op, target]) => {
     const ours = r.figures[name];
-    const peer = (p: string): string => (name.endsWith('_vs_socketio') ? '' : fmt(r.figures[`${p}_${name}`]));
+    const cells = TARGETS.map(([p]) => (p !== '' && name.endsWith('_vs_socketio') ? '' : fmt(r.figures[`${p}${name}`])));
     const met = ours === undefined ? 'not yet measured' : meets(ours, op, target) ? 'yes' : 'no';
-    return `| \`${name}\` — ${label} | ${fmt(ours)} | ${peer('socketio')} | ${peer('bare')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
+    return `| \`${name}\` — ${label} | ${cells.join(' | ')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
   });
-  return ['| figure | gateway | Socket.IO | bare ws | target (issue 4) | met |', '|---|---:|---:|---:|---|---|', ...rows].join('\n');
+  return [`| figure | ${TARGETS.map(([, n]) => n).join(' | ')} | target (issue 4) | met |`, '|---|---:|---:|---:|---|---|', ...rows].join('\n');
 }
 
 /** Issue 5: the subscribe rate with can-connect code, side by side with no code. Targets only on the ratios. */
@@ -128,8 +131,6 @@ function memoryTable(r: Results): string {
   }).join(' | ')} |`);
   return [head, sep, ...rows].join('\n');
 }
-
-const TARGETS: Array<[prefix: string, name: string]> = [['', 'gateway'], ['socketio_', 'Socket.IO'], ['bare_', 'bare ws']];
 
 /**
  * What a client costs in all, as the reference counts it: the node's RSS, Redis, and the kernel's slab. On loopback
