@@ -13,7 +13,7 @@ import { GatewayError } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
-import { textFrame, writeFrame } from '../transport/frames.ts';
+import { CoalescedWrites, textFrame } from '../transport/frames.ts';
 import type { Session } from './session.ts';
 
 /**
@@ -58,6 +58,8 @@ export class Hub {
   readonly #events = new Map<string, Map<string, Shape>>();
   readonly #options: HubOptions;
   readonly #metrics: Metrics;
+  /** Notifications to one client within a turn of the event loop leave in one system call. */
+  readonly #out = new CoalescedWrites();
 
   constructor(options: HubOptions) {
     this.#options = options;
@@ -225,7 +227,7 @@ export class Hub {
       this.shed(session);
       return false;
     }
-    writeFrame(socket, frame);
+    this.#out.write(socket, frame);
     return true;
   }
 

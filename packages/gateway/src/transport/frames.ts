@@ -34,5 +34,36 @@ export function textFrame(text: string): Buffer {
  * so frames stay in order with the ones it writes; the caller checks that the socket is OPEN.
  */
 export function writeFrame(socket: WebSocket, frame: Buffer): void {
-  (socket as WebSocket & { _socket: Socket })._socket.write(frame);
+  tcpSocketOf(socket).write(frame);
+}
+
+function tcpSocketOf(socket: WebSocket): Socket {
+  return (socket as WebSocket & { _socket: Socket })._socket;
+}
+
+/**
+ * Writes frames as writeFrame does, but holds each socket's frames until the event loop has run the I/O it has
+ * at hand, then sends them in one write system call per socket (a writev). When emits come faster than one per
+ * turn of the loop, a client told of several of them in that turn costs one system call, not several; a frame
+ * written alone leaves at the end of the same turn (the check phase), so the wait is the rest of that turn.
+ * Corking keeps order: every later write to the socket, ws's own included, queues behind the held frames.
+ */
+export class CoalescedWrites {
+  #held: Socket[] = [];
+
+  write(socket: WebSocket, frame: Buffer): void {
+    const tcp = tcpSocketOf(socket);
+    if (tcp.writableCorked === 0) {
+      tcp.cork();
+      if (this.#held.push(tcp) === 1) setImmediate(this.#flush);
+    }
+    tcp.write(frame);
+  }
+
+  /** A socket ended or destroyed meanwhile has uncorked itself already; uncork is then a no-op. */
+  readonly #flush = (): void => {
+    const held = this.#held;
+    this.#held = [];
+    for (const tcp of held) tcp.uncork();
+  };
 }

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
+import { on, once } from 'node:events';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import type { EventEmitter } from 'node:events';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
-import { textFrame } from '../../src/transport/frames.ts';
+import type { WebSocket } from 'ws';
+import { CoalescedWrites, textFrame, writeFrame } from '../../src/transport/frames.ts';
 
 /** ws's own frame parser (exported, but not in its type declarations): what a client runs on our bytes. */
 const { Receiver } = ws as unknown as { Receiver: new (options: { isServer: boolean }) => Writable & EventEmitter };
@@ -22,5 +24,60 @@ describe('textFrame', () => {
       assert.equal(data.length, length);
       assert.equal(data.toString('utf8'), text, `length ${length}`);
     }
+  });
+});
+
+/** A connected TCP pair on loopback; the server's end stands in for a WebSocket's own socket (`_socket`). */
+async function socketPair(): Promise<{ server: Socket; client: Socket; close: () => void }> {
+  const listener = createServer();
+  listener.listen(0, '127.0.0.1');
+  await once(listener, 'listening');
+  const accepted = once(listener, 'connection');
+  const client = connect((listener.address() as AddressInfo).port, '127.0.0.1');
+  const [server] = (await accepted) as [Socket];
+  return { server, client, close: () => { client.destroy(); server.destroy(); listener.close(); } };
+}
+
+/** Text messages read from `socket` as a client would, until `count` have come. */
+async function readMessages(socket: Socket, count: number): Promise<string[]> {
+  const receiver = new Receiver({ isServer: false });
+  const messages: string[] = [];
+  socket.pipe(receiver);
+  for await (const [data] of on(receiver, 'message')) {
+    if (messages.push((data as Buffer).toString()) === count) break;
+  }
+  return messages;
+}
+
+describe('CoalescedWrites', () => {
+  it("holds a turn's frames for one socket and hands them to the kernel in one writev, in order, behind nothing and before later writes", async () => {
+    const { server, client, close } = await socketPair();
+    const asWebSocket = { _socket: server } as unknown as WebSocket;
+    const calls: string[] = [];
+    const writev = server._writev!.bind(server);
+    const write = server._write.bind(server);
+    server._writev = (chunks, callback) => { calls.push(`writev ${chunks.length}`); writev(chunks, callback); };
+    server._write = (chunk, encoding, callback) => { calls.push('write'); write(chunk, encoding, callback); };
+    const out = new CoalescedWrites();
+    const frames = ['one', 'two', 'three'].map(textFrame);
+    for (const frame of frames) out.write(asWebSocket, frame);
+    assert.equal(server.writableLength, frames.reduce((sum, frame) => sum + frame.length, 0), 'held, not yet written');
+    assert.deepEqual(calls, []);
+    writeFrame(asWebSocket, textFrame('reply'));
+    const received = await readMessages(client, 4);
+    assert.deepEqual(received, ['one', 'two', 'three', 'reply']);
+    assert.deepEqual(calls, ['writev 4']);
+    assert.equal(server.writableCorked, 0);
+    close();
+  });
+
+  it('lets go of a socket destroyed while its frames were held', async () => {
+    const { server, close } = await socketPair();
+    const out = new CoalescedWrites();
+    out.write({ _socket: server } as unknown as WebSocket, textFrame('lost'));
+    server.destroy();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(server.destroyed, true);
+    close();
   });
 });
