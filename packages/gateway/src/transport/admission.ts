@@ -68,6 +68,7 @@ export class Admission {
 
   #arrive(waiting: Waiting): void {
     const { maxHandshakes, maxQueue, metrics } = this.#options;
+    waiting.socket.on('error', ignoreResets);
     if (this.#closed) return this.#refuse(waiting.socket, 'the node is draining');
     if (this.#inFlight < maxHandshakes) return this.#admit(waiting);
     if (this.#queue.length >= maxQueue) {
@@ -95,6 +96,8 @@ export class Admission {
       released = true;
       clearTimeout(timer);
       socket.removeListener('close', release);
+      // By now ws listens for the socket's errors itself, or the socket is gone.
+      socket.removeListener('error', ignoreResets);
       this.#inFlight--;
       metrics.handshakesInFlight.set(this.#inFlight);
       this.#next();
@@ -116,6 +119,14 @@ export class Admission {
     if (waiting) this.#admit(waiting);
   }
 }
+
+/**
+ * Node's HTTP server stops listening for a socket's errors once it hands the socket to 'upgrade', and ws starts
+ * only once the token hooks have run: a client that resets its connection while it waits here, while its 503 is
+ * written, or during its token checks, would otherwise crash the node. The error destroys the socket, which is
+ * all there is to do ('close' then takes it out of the queue, or gives its slot back).
+ */
+function ignoreResets(): void {}
 
 function writeUnavailable(socket: Duplex, message: string): void {
   const body = JSON.stringify({ success: false, statusCode: 503, errors: [{ code: 'UNAVAILABLE', message }] });

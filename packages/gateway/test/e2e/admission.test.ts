@@ -1,6 +1,7 @@
 /** Admission control: a bounded number of clients in the handshake, a bounded queue, and 503 past it. */
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
+import { connect } from 'node:net';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -56,5 +57,30 @@ test('past the queue: 503 with Retry-After; a slot frees when the first REGISTER
   await second.next('CONNECTED');
   assert.equal(await metric(node, 'herald_admission_rejected_total'), 1);
   await Promise.all([first.close(), second.close()]);
+  await node.close();
+});
+
+test('clients that reset their connection while refused or queued disturb nothing: the node keeps serving', async () => {
+  const node = await startNode((raw) => {
+    raw.admission = { maxHandshakes: 1, maxQueue: 20, holdMs: 30_000 };
+  });
+  const token = await apiToken(node);
+  const first = await TestSocket.connect(node, token);
+  const { port } = new URL(node.http);
+  // 20 wait in the queue and 20 are refused past it; each sends its upgrade and resets the connection at once.
+  const resets = Array.from({ length: 40 }, async () => {
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(`GET /?x-am-authorization=${token} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    socket.on('error', () => {});
+    await delay(20);
+    socket.resetAndDestroy();
+  });
+  await Promise.all(resets);
+  await first.register(onEvent('announcements'));
+  const later = await TestSocket.connect(node, token);
+  await later.register(onEvent('announcements'));
+  await Promise.all([first.close(), later.close()]);
   await node.close();
 });
