@@ -19,6 +19,13 @@ const server = z
      * one. Default false: a second node on a taken port fails with EADDRINUSE. HERALD_REUSE_PORT overrides.
      */
     reusePort: z.boolean().default(false),
+    /**
+     * Connections the kernel keeps waiting for the node to accept them. Default 4096 (Linux caps it at
+     * net.core.somaxconn). Node's own default, 511, overflows in a reconnect storm whenever one turn of the event
+     * loop runs longer than 511 arrivals take (~130 ms at 4,000/s); the kernel then drops the handshake and the
+     * client's TCP waits 1 s, then 2 s, before it tries again.
+     */
+    backlog: z.number().int().min(1).default(4096),
   })
   .strict();
 
@@ -180,10 +187,11 @@ const drain = z
     /** Sockets closed with 1001 per batch while draining. Default 256. */
     batchSize: z.number().int().min(1).default(256),
     /**
-     * Pause between batches. Default 20 ms: clients already wait a random 1-5 s before they reconnect (the SDK),
-     * which spreads them over the fleet; the batches keep one turn of the loop from writing thousands of closes.
+     * Pause between batches. Default 50 ms. The batches are what spreads the clients: the SDK reconnects within
+     * 1 s of a 1001, so they arrive about as fast as they are closed, and ~5,000 a second is what one successor
+     * took here without its admission queue overflowing (docs/configuration.md).
      */
-    batchIntervalMs: z.number().int().min(0).default(20),
+    batchIntervalMs: z.number().int().min(0).default(50),
     /** The drain gives up waiting and the process exits after this. Default 30 s. */
     deadlineMs: z.number().int().min(100).default(30_000),
   })
