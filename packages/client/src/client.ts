@@ -16,7 +16,7 @@ import {
   type UnregisterReply,
   type WireError,
 } from '@herald/protocol';
-import { reconnectDelay } from './backoff.ts';
+import { reconnectDelayAfter } from './backoff.ts';
 import { Connection, HeraldError, type ConnectionHandlers, type Ended, type Notification } from './connection.ts';
 import { Emitter, iterate, type Listener } from './emitter.ts';
 import { settingsOf, type ConnectOptions, type Settings } from './options.ts';
@@ -269,7 +269,7 @@ export class HeraldClient {
       shouldReconnect(ended.code) &&
       // Without getTokens the same expired token would only be refused again.
       (ended.code !== CloseCode.TOKEN_EXPIRED || refreshable);
-    const delayMs = willReconnect ? reconnectDelay(minDelayMs, maxDelayMs) : undefined;
+    const delayMs = willReconnect ? reconnectDelayAfter(ended.code, nextAttempt, minDelayMs, maxDelayMs) : undefined;
     if (!willReconnect) this.#finish(ended);
     else if (this.#everOpen) this.#state = 'reconnecting';
     this.#events.emit('disconnected', { ...ended, willReconnect, delayMs });

@@ -13,6 +13,6 @@ export {
   type RegisterResult,
   type UnregisterResult,
 } from './client.ts';
-export { reconnectDelay } from './backoff.ts';
+export { reconnectDelay, reconnectDelayAfter } from './backoff.ts';
 export { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from './options.ts';
 export { jwtExpiresAt, type GetTokens, type TokenReason, type Tokens } from './tokens.ts';

@@ -43,7 +43,8 @@ test('after the node closes every socket: reconnect, register again, notificatio
   assert.equal(await stateThen, 'reconnecting');
   assert.equal(drop.code, 1001);
   assert.equal(drop.willReconnect, true);
-  assert.ok(drop.delayMs !== undefined && drop.delayMs >= 50 && drop.delayMs <= 150, `delay ${drop.delayMs}`);
+  // A draining node spread its closes already: the first attempt waits at most minDelayMs, not the full window.
+  assert.ok(drop.delayMs !== undefined && drop.delayMs >= 0 && drop.delayMs <= 50, `delay ${drop.delayMs}`);
   const back = await reconnected;
   assert.ok(back.attempt >= 1);
   assert.deepEqual(back.registered, handles);

@@ -1,7 +1,7 @@
 /** The client's pure parts: the reconnect delay, reading a JWT's expiry, the handle table. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jwtExpiresAt, reconnectDelay } from '../src/index.ts';
+import { jwtExpiresAt, reconnectDelay, reconnectDelayAfter } from '../src/index.ts';
 import { Subscriptions } from '../src/subscriptions.ts';
 import { msUntilRefresh } from '../src/tokens.ts';
 
@@ -14,6 +14,16 @@ test('reconnectDelay: full jitter between the bounds, inclusive', () => {
     const delay = reconnectDelay(1000, 5000);
     assert.ok(delay >= 1000 && delay <= 5000, String(delay));
   }
+});
+
+test("reconnectDelayAfter: the first attempt after a draining node's 1001 waits up to minMs; other closes and later attempts, the full window", () => {
+  const top = () => 0.999_999;
+  assert.equal(reconnectDelayAfter(1001, 1, 1000, 5000, top), 1000);
+  assert.equal(reconnectDelayAfter(1001, 1, 1000, 5000, () => 0), 0);
+  assert.equal(reconnectDelayAfter(1001, 2, 1000, 5000, () => 0), 1000);
+  assert.equal(reconnectDelayAfter(1006, 1, 1000, 5000, () => 0), 1000);
+  assert.equal(reconnectDelayAfter(1006, 1, 1000, 5000, top), 5000);
+  assert.equal(reconnectDelayAfter(1013, 1, 1000, 5000, () => 0), 1000);
 });
 
 const jwt = (payload: object) => `eyJhbGciOiJIUzI1NiJ9.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.c2ln`;

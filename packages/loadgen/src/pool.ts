@@ -130,12 +130,12 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#settle();
   }
 
-  closed(client: LoadClient): void {
+  closed(client: LoadClient, code: number): void {
     const now = clockMs();
     this.#dropped++;
     if (this.#firstDropAt === 0) this.#firstDropAt = now;
     this.#level.record(now, 'dropped');
-    this.#reconnector?.dropped(client, now);
+    this.#reconnector?.dropped(client, now, code);
   }
 
   back(client: LoadClient, awayMs: number): void {

@@ -1,12 +1,12 @@
 /**
  * Reconnection of held clients (--reconnect), as an application using the client SDK does it: a client
- * whose socket the node closed (1001 while it drains, 1006 when it died) waits a random time between the
- * bounds (the SDK's full jitter, `reconnectDelay`), connects again through the same URL with the same
- * tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a draining node or from admission
+ * whose socket the node closed (1001 while it drains, 1006 when it died) waits as the SDK does
+ * (`reconnectDelayAfter`: up to the lower bound after a 1001, else a random time between the bounds), connects
+ * again through the same URL with the same tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a draining node or from admission
  * under a storm, ECONNREFUSED while the node is down, a timeout) waits again and tries again, until the
  * run ends. Also here: what the report says about it.
  */
-import { reconnectDelay } from '@herald/client';
+import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
@@ -46,20 +46,21 @@ export class Reconnector implements ClientObserver {
     this.#options = options;
   }
 
-  /** A held client's socket was closed by the other side at `atMs`: bring it back. */
-  dropped(client: LoadClient, atMs: number): void {
+  /** A held client's socket was closed by the other side at `atMs`, with `code`: bring it back. */
+  dropped(client: LoadClient, atMs: number, code: number): void {
     this.#droppedAt.set(client.index, atMs);
-    this.#retry(client);
+    const { minDelayMs, maxDelayMs } = this.#policy;
+    this.#retry(client, reconnectDelayAfter(code, 1, minDelayMs, maxDelayMs));
   }
 
-  #retry(previous: LoadClient): void {
+  #retry(previous: LoadClient, delayMs: number): void {
     if (this.#closed) return;
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
       const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index));
       this.#attempts.add(attempt);
       attempt.start();
-    }, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
+    }, delayMs);
     this.#timers.add(timer);
   }
 
@@ -74,7 +75,7 @@ export class Reconnector implements ClientObserver {
   failed(attempt: LoadClient, reason: string): void {
     this.#attempts.delete(attempt);
     this.#host.retryFailed(reason);
-    this.#retry(attempt);
+    this.#retry(attempt, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
   }
 
   /** A client that came back was dropped again: the host counts it, and hands it back through `dropped`. */
