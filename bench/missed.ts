@@ -32,7 +32,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
     'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
     'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs (3,683 and 4,079/s in the last two, where the gateway read 4,245 and 4,656/s).',
+    'the same runs (3,683, 4,079 and 3,788/s in the last three, where the gateway read 4,245, 4,656 and 4,344/s).',
   churn_subscribe_vs_socketio:
     'Depends on what the node went through before, and on noise: 1.99× on fresh servers, 1.50× when the rate ' +
     'scenarios ran after the memory levels (18,000 clients came and left; the bench now restarts each server ' +
@@ -48,9 +48,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '18,000-19,300/s by hand against 15,500-17,900/s, alternated three times). Profile (`--cpu-prof`, same ' +
     'command): the write system calls ~20% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis ~8%, ' +
     'fastify\'s JSON body parser ~3% (secure-json-parse, kept: it guards against prototype poisoning), GC ~4%; no ' +
-    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051 and 17,809/s; the bare ws ' +
-    'peer, which does no protocol work, 12,500-14,200/s in the same runs and 10,581/s in the last, so the machine\'s ' +
-    'phase moves both. With 18,000 clients connected the last run read 20,862/s (`every_client_notify_person_per_s`)',
+    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051, 17,809 and 16,849/s; the ' +
+    'bare ws peer, which does no protocol work, 12,500-14,200/s in the same runs and 10,581 and 12,547/s in the ' +
+    'last two, so the machine\'s phase moves both. With 18,000 clients connected one run read 20,862/s ' +
+    '(`every_client_notify_person_per_s`). Writing a turn\'s frames per client in one system call (the change ' +
+    'that took broadcasts from ~170,000 to ~1,000,000/s) does not help here: each emit names another client',
   notify_person_vs_socketio:
     '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
   paced_p99_ms:
@@ -61,20 +63,18 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores.',
   broadcast_1k_per_s:
-    'The write system call per recipient is the limit: the node runs at ~99% of a core and wsload\'s 1,000 ' +
-    'listeners at ~94% of the other (`top -d 3` beside `wsload notify http://… --clients 1000 -c 100 -d 10 ' +
-    '--broadcast`), and the node\'s profile is 76% in the native write (handleWriteReq), JS 3%: ~4.8 µs per ' +
-    'loopback write on this machine (its kernel tracks loopback connections: /proc/net/nf_conntrack). 145,000-' +
-    '182,000/s over the runs; the bare ws peer 114,000-121,000/s, Socket.IO 78,000-93,000/s in the same runs. The ' +
-    'last full run read 156,030/s (1.84× Socket.IO) with 10,000 connected and 180,942/s with 18,000 a few minutes ' +
-    'later; the one before, 177,519/s (2.05×). ' +
-    'Would move it: fewer, larger writes (not possible one socket per client), or the listeners on other cores',
+    'Was the write system call per recipient: the node\'s profile was 76% in the native write (handleWriteReq), ' +
+    '~4.8 µs per loopback write here (`wsload notify http://… --clients 1000 -c 100 -d 10 --broadcast`), 145,000-' +
+    '182,000/s over the runs. The hub now holds a client\'s frames of one turn of the event loop and sends them in ' +
+    'one writev (CoalescedWrites, transport/frames.ts): 786,000-871,000/s by hand, ~990,000/s in the full run. A ' +
+    'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'One write system call per recipient: on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
+    'One write system call per recipient (one frame each, so holding a turn\'s frames per client saves nothing ' +
+    'here: 248 and 256 ms by hand with it): on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
     'inside the node (timed from deliver() to the last write, 10 broadcasts; GC under 1.5 ms of it), and the last ' +
     'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
-    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250 and 332 ms in the last two). Allocation is ~335 B per recipient (sampling heap ' +
+    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250, 332 and 366 ms in the last three). Allocation is ~335 B per recipient (sampling heap ' +
     'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
     '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. Would close it: the load ' +
     'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
@@ -87,15 +87,15 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'reply, delivery); the four wsload processes on the same 2 cores decide the rest',
   restart_all_back_s:
     'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
-    'the old one), there is no gap: every client comes back to the new process at its first try (0 refused). What ' +
-    'is left is by construction: the old node closes its 18,000 clients over ~2.3 s (256 every 20 ms; it is idle ' +
-    '43% of that time, so the pauses set it), and each client waits its own random 1-5 s (the SDK), so the last ' +
-    'one tries again ~7.3 s after the first drop even if the new node took it at once. The new node takes ~3,300 ' +
-    'clients/s (its 75% and wsload\'s reconnecting workers\' 100% fill the 2 cores). Draining faster (512 per ' +
-    'batch, or 5 ms or 0 ms between batches) did not help by hand: 7.8-11.9 s against 7.7-10.1 s, the drops bunch ' +
-    'up ahead of the intake. Stopped and then started (restart_cold in the table below) the same clients took ' +
-    '8.6-12.3 s. A shorter client wait does not close it (wsload `--reconnect-min 0.5 --reconnect-max 2`: 7.5 and ' +
-    '7.8 s, away p50 3.5 s): the waiting moves into the admission queue, since the intake (~3,300-3,600 clients/s ' +
-    'with wsload\'s workers on the same cores) is the limit. The last two full runs read 7.09 and 7.78 s. Would ' +
-    'close it: the load generator on other cores.',
+    'the old one), no client is refused and none is lost. Three changes of this session took it from 7.1-8.0 s with ' +
+    'away p50 3.9 s to 6.45-7.65 s with away p50 1.6-2.6 s: the listen backlog (Node\'s 511 overflowed, `nstat` ' +
+    'ListenOverflows, each dropped handshake costing its client 1 s and more of TCP retries; now 4096), the SDK\'s ' +
+    'first attempt after a 1001 within 0-1 s instead of 1-5 s (the drain has spread the closes already), and the ' +
+    'drain paced at 256 every 50 ms instead of 20 (at 20 the successor\'s admission queue overflowed: 4,642 ' +
+    'clients refused 503, back 1-5 s later, 9.2 s). What is left is the successor\'s intake, ~2,700-3,300 clients ' +
+    '/s while the old node drains and wsload\'s reconnecting workers share the 2 cores (`wsload fill ws://… ' +
+    '--clients 18000 --rate 4000 --per-worker 6000 --register announcements --per-client` on a fresh node: 2,756-' +
+    '3,253/s). Its profile (`--cpu-prof`, same command): write system calls ~19% (the 101 and CONNECTED in one ' +
+    'writev, the REGISTER reply, Redis), fastify\'s routing and hooks of the upgrade ~18%, ws\'s upgrade ~12%, GC ' +
+    '~6%, no single part of ours above 1%. Would close it: the load generator on other cores.',
 };
