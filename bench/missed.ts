@@ -87,15 +87,18 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'reply, delivery); the four wsload processes on the same 2 cores decide the rest',
   restart_all_back_s:
     'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
-    'the old one), no client is refused and none is lost. Three changes of this session took it from 7.1-8.0 s with ' +
-    'away p50 3.9 s to 6.45-7.65 s with away p50 1.6-2.6 s: the listen backlog (Node\'s 511 overflowed, `nstat` ' +
-    'ListenOverflows, each dropped handshake costing its client 1 s and more of TCP retries; now 4096), the SDK\'s ' +
-    'first attempt after a 1001 within 0-1 s instead of 1-5 s (the drain has spread the closes already), and the ' +
-    'drain paced at 256 every 50 ms instead of 20 (at 20 the successor\'s admission queue overflowed: 4,642 ' +
-    'clients refused 503, back 1-5 s later, 9.2 s). What is left is the successor\'s intake, ~2,700-3,300 clients ' +
-    '/s while the old node drains and wsload\'s reconnecting workers share the 2 cores (`wsload fill ws://… ' +
-    '--clients 18000 --rate 4000 --per-worker 6000 --register announcements --per-client` on a fresh node: 2,756-' +
-    '3,253/s). Its profile (`--cpu-prof`, same command): write system calls ~19% (the 101 and CONNECTED in one ' +
-    'writev, the REGISTER reply, Redis), fastify\'s routing and hooks of the upgrade ~18%, ws\'s upgrade ~12%, GC ' +
-    '~6%, no single part of ours above 1%. Would close it: the load generator on other cores.',
+    'the old one), no client is refused and none is lost. Three changes took it from 7.1-8.0 s with away p50 ' +
+    '3.9 s to 6.8-7.1 s with away p50 0.75 s (`--only restart`, two runs): the listen backlog (Node\'s 511 ' +
+    'overflowed, `nstat` ListenOverflows, each dropped handshake costing its client 1 s and more of TCP retries; ' +
+    'now 4096), the SDK\'s first attempt after a 1001 within 0-1 s instead of 1-5 s (the drain has spread the ' +
+    'closes already), and the drain paced at 256 every 75 ms instead of 20. Faster drains overflowed the ' +
+    'successor\'s admission queue in some runs (20 ms: 4,642 refused, 9.2 s; 50 ms: 0 and 1,206 refused, 6.3-11.7 ' +
+    's), and a refused client waits 1-5 s; backing off from 0-1 s after a refusal instead brought more refusals ' +
+    '(4,991) and 8.3-10.2 s. What is left is the drain itself (70 batches, ~5.3 s) and the last client\'s own wait ' +
+    '(up to 1 s): the successor takes ~2,700-3,400 clients/s while the old node drains and wsload\'s reconnecting ' +
+    'workers share the 2 cores (`wsload fill ws://… --clients 18000 --rate 4000 --per-worker 6000 --register ' +
+    'announcements --per-client` on a fresh node: 2,756-3,253/s). Its profile (`--cpu-prof`, same command): write ' +
+    'system calls ~19% (the 101 and CONNECTED in one writev, the REGISTER reply, Redis), fastify\'s routing and ' +
+    'hooks of the upgrade ~18%, ws\'s upgrade ~12%, GC ~6%, no single part of ours above 1%. Would close it: the ' +
+    'load generator on other cores, so that the successor takes clients faster and the drain can be paced faster.',
 };

@@ -125,7 +125,8 @@ async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcas
     while (performance.now() < end) {
       // Paced: emit k is due k/rate s after the start, whichever connection is free takes it.
       const due = rate === undefined ? 0 : start + (scheduled++ * 1000) / rate - performance.now();
-      if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+      // Not past the end: a connection whose next emit falls after it would otherwise stretch the run's time.
+      if (due > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(due, end - performance.now())));
       if (performance.now() >= end) break;
       const body = broadcast ? { broadcast: true, sentAt: now() } : { recipientId: String(next++ % n), sentAt: now() };
       if ((await post(agent, emitUrl, JSON.stringify(body))) < 300) ok++;

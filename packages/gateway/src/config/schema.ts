@@ -187,11 +187,11 @@ const drain = z
     /** Sockets closed with 1001 per batch while draining. Default 256. */
     batchSize: z.number().int().min(1).default(256),
     /**
-     * Pause between batches. Default 50 ms. The batches are what spreads the clients: the SDK reconnects within
-     * 1 s of a 1001, so they arrive about as fast as they are closed, and ~5,000 a second is what one successor
+     * Pause between batches. Default 75 ms. The batches are what spreads the clients: the SDK reconnects within
+     * 1 s of a 1001, so they arrive about as fast as they are closed, and ~3,400 a second is what one successor
      * took here without its admission queue overflowing (docs/configuration.md).
      */
-    batchIntervalMs: z.number().int().min(0).default(50),
+    batchIntervalMs: z.number().int().min(0).default(75),
     /** The drain gives up waiting and the process exits after this. Default 30 s. */
     deadlineMs: z.number().int().min(100).default(30_000),
   })
