@@ -32,13 +32,13 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
     'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
     'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs (3,683, 4,079 and 3,788/s in the last three, where the gateway read 4,245, 4,656 and 4,344/s).',
+    'the same runs. This session\'s three full runs, on the same code: the gateway 4,344, 4,538 and 3,305/s, the ' +
+    'bare peer 3,788, 1,833 and 3,937/s.',
   churn_subscribe_vs_socketio:
-    'Depends on what the node went through before, and on noise: 1.99× on fresh servers, 1.50× when the rate ' +
-    'scenarios ran after the memory levels (18,000 clients came and left; the bench now restarts each server ' +
-    'before them). By hand, one-person notify on a fresh node 16,100/s, 13,400/s with 18,000 clients held, ' +
-    '14,000-14,800/s after they left (heap back to 27 MB). The gateway does more per client than Socket.IO (two ' +
-    'JWTs, the REGISTER reply, a Redis route write).',
+    'Moves with the machine\'s phase: this session\'s three full runs, on the same code, read 2.37×, 2.51× and ' +
+    '1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
+    'client than Socket.IO (two JWTs, the REGISTER reply, a Redis route write), so a slow phase of the machine ' +
+    'takes more of its rate; see churn_subscribe_per_s.',
   notify_person_per_s:
     'The node is the limit: at ~100% of a core through the run (`top -d 3` beside `wsload notify http://… ' +
     '--clients 1000 -c 100 -d 10` on a fresh node; wsload at ~50%), ~55 µs of CPU per notification. Two changes ' +
@@ -48,13 +48,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '18,000-19,300/s by hand against 15,500-17,900/s, alternated three times). Profile (`--cpu-prof`, same ' +
     'command): the write system calls ~20% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis ~8%, ' +
     'fastify\'s JSON body parser ~3% (secure-json-parse, kept: it guards against prototype poisoning), GC ~4%; no ' +
-    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051, 17,809 and 16,849/s; the ' +
-    'bare ws peer, which does no protocol work, 12,500-14,200/s in the same runs and 10,581 and 12,547/s in the ' +
-    'last two, so the machine\'s phase moves both. With 18,000 clients connected one run read 20,862/s ' +
-    '(`every_client_notify_person_per_s`). Writing a turn\'s frames per client in one system call (the change ' +
+    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051, 17,809, 16,849, 19,958 and ' +
+    '12,734/s (the last three on this code); the bare ws peer, which does no protocol work, 10,581-14,288/s, so the ' +
+    'machine\'s phase moves both. The last run read 17,171/s with 18,000 clients connected a few minutes after its ' +
+    '12,734/s with 10,000 (`every_client_notify_person_per_s`). By hand, alternated three times with and without ' +
+    'the write coalescing below (`/tmp/person.sh`-style, fresh node each): 20,649, 17,708 and 13,568/s against ' +
+    '18,670, 19,415 and 16,056/s, the machine slowing through both. Writing a turn\'s frames per client in one system call (the change ' +
     'that took broadcasts from ~170,000 to ~1,000,000/s) does not help here: each emit names another client',
   notify_person_vs_socketio:
-    '2.02× on fresh servers, 1.51× after the memory levels: see churn_subscribe_vs_socketio.',
+    'This session\'s three full runs, on the same code: 2.22×, 2.20× and 1.46× (the gateway 16,849, 19,958 and ' +
+    '12,734/s; Socket.IO 7,585, 9,080 and 8,713/s). See notify_person_per_s and churn_subscribe_vs_socketio.',
   paced_p99_ms:
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
@@ -74,7 +77,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'here: 248 and 256 ms by hand with it): on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
     'inside the node (timed from deliver() to the last write, 10 broadcasts; GC under 1.5 ms of it), and the last ' +
     'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
-    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250, 332 and 366 ms in the last three). Allocation is ~335 B per recipient (sampling heap ' +
+    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250, 332, 366, 490 and 281 ms in the last five). Allocation is ~335 B per recipient (sampling heap ' +
     'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
     '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. Would close it: the load ' +
     'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
@@ -87,18 +90,19 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'reply, delivery); the four wsload processes on the same 2 cores decide the rest',
   restart_all_back_s:
     'Restarted as a deploy does it (the new process first on the same port, `server.reusePort`, then SIGTERM to ' +
-    'the old one), no client is refused and none is lost. Three changes took it from 7.1-8.0 s with away p50 ' +
-    '3.9 s to 6.8-7.1 s with away p50 0.75 s (`--only restart`, two runs): the listen backlog (Node\'s 511 ' +
-    'overflowed, `nstat` ListenOverflows, each dropped handshake costing its client 1 s and more of TCP retries; ' +
-    'now 4096), the SDK\'s first attempt after a 1001 within 0-1 s instead of 1-5 s (the drain has spread the ' +
-    'closes already), and the drain paced at 256 every 75 ms instead of 20. Faster drains overflowed the ' +
-    'successor\'s admission queue in some runs (20 ms: 4,642 refused, 9.2 s; 50 ms: 0 and 1,206 refused, 6.3-11.7 ' +
-    's), and a refused client waits 1-5 s; backing off from 0-1 s after a refusal instead brought more refusals ' +
-    '(4,991) and 8.3-10.2 s. What is left is the drain itself (70 batches, ~5.3 s) and the last client\'s own wait ' +
-    '(up to 1 s): the successor takes ~2,700-3,400 clients/s while the old node drains and wsload\'s reconnecting ' +
-    'workers share the 2 cores (`wsload fill ws://… --clients 18000 --rate 4000 --per-worker 6000 --register ' +
-    'announcements --per-client` on a fresh node: 2,756-3,253/s). Its profile (`--cpu-prof`, same command): write ' +
-    'system calls ~19% (the 101 and CONNECTED in one writev, the REGISTER reply, Redis), fastify\'s routing and ' +
-    'hooks of the upgrade ~18%, ws\'s upgrade ~12%, GC ~6%, no single part of ours above 1%. Would close it: the ' +
-    'load generator on other cores, so that the successor takes clients faster and the drain can be paced faster.',
+    'the old one), none is lost. Four changes took it from 7.1-8.0 s with away p50 3.9 s to 6.8-7.6 s with away ' +
+    'p50 0.75-1.1 s (`--only restart`, two runs at a time): the listen backlog (Node\'s 511 overflowed, `nstat` ' +
+    'ListenOverflows, each dropped handshake costing its client 1 s and more of TCP retries; now 4096), the SDK\'s ' +
+    'first attempt after a 1001 within 0-1 s instead of 1-5 s (the drain has spread the closes already), the drain ' +
+    'paced at 256 every 75 ms instead of 20, and an admission queue of 8192 instead of 4096. At 20 ms the ' +
+    'successor\'s queue overflowed (4,642 refused, 9.2 s); at 50 ms in some runs (0-1,206 refused, 6.3-11.7 s); at ' +
+    '75 ms with a queue of 4096 in one run of four (1,383 refused, 11.3 s); a refused client waits 1-5 s. Backing ' +
+    'off from 0-1 s after a refusal instead brought more refusals (4,991) and 8.3-10.2 s. What is left is the drain ' +
+    'itself (70 batches, ~5.3 s), the last client\'s own wait (up to 1 s), and the successor\'s intake, ~2,700-' +
+    '3,400 clients/s while the old node drains and wsload\'s reconnecting workers share the 2 cores (`wsload fill ' +
+    'ws://… --clients 18000 --rate 4000 --per-worker 6000 --register announcements --per-client` on a fresh node: ' +
+    '2,756-3,253/s). Its profile (`--cpu-prof`, same command): write system calls ~19% (the 101 and CONNECTED in ' +
+    'one writev, the REGISTER reply, Redis), fastify\'s routing and hooks of the upgrade ~18%, ws\'s upgrade ~12%, ' +
+    'GC ~6%, no single part of ours above 1%. Would close it: the load generator on other cores, so that the ' +
+    'successor takes clients faster and the drain can be paced faster.',
 };

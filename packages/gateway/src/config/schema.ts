@@ -201,8 +201,11 @@ const admission = z
   .object({
     /** Clients in the handshake at once (from upgrade to their first REGISTER answered). Default 256. */
     maxHandshakes: z.number().int().min(1).default(256),
-    /** Clients waiting for a handshake slot; past it, HTTP 503 with Retry-After. Default 4096. */
-    maxQueue: z.number().int().min(0).default(4096),
+    /**
+     * Clients waiting for a handshake slot; past it, HTTP 503 with Retry-After. Default 8192: room for a restart's
+     * clients, which come back at the drain's pace faster than a fresh node takes them (docs/configuration.md).
+     */
+    maxQueue: z.number().int().min(0).default(8192),
     /** A connected client holds its slot until its first REGISTER is answered, or this long. Default 1 s. */
     holdMs: z.number().int().min(0).default(1000),
   })
