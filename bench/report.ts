@@ -102,10 +102,10 @@ function failoverSection(r: Results): string {
 wsload's clients come back as an application using the client SDK does (\`reconnectDelayAfter\`): a random wait of
 0 to 1 s after a 1001 (the draining node has spread its closes in batches already), of 1 to 5 s after any other drop
 (a node killed: 1006) and after each refused attempt (HTTP 503 while the node drains or admission is full,
-ECONNREFUSED while it is down); the same URL and tokens, the same REGISTER. Once every dropped client is back, the emitter names each client in turn,
-1,000 a second, and the clients count what arrives (\`wsload notify --await-return\`, bench/failover.ts). Each
-scenario runs twice (once quick): the table has the medians of the two (for notifications lost and clients reached,
-the worse run), the chart the first run.
+ECONNREFUSED while it is down); the same URL and tokens, the same REGISTER. Once every dropped client is back,
+the emitter names each client in turn, 1,000 a second, and the clients count what arrives (\`wsload notify
+--await-return\`, bench/failover.ts). Each scenario runs twice (once quick): the table has the medians of the two
+(for notifications lost and clients reached, the worse run), the chart the first run.
 
 - **restart** (${clients('restart')} clients on one node), as a deploy does it: a new node process on the same port, both
   with \`server.reusePort\`, then SIGTERM to the old one, which stops listening (every new client reaches the new
