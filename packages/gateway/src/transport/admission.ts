@@ -96,8 +96,8 @@ export class Admission {
       released = true;
       clearTimeout(timer);
       socket.removeListener('close', release);
-      // By now ws listens for the socket's errors itself, or the socket is gone.
-      socket.removeListener('error', ignoreResets);
+      // Once ws listens for the socket's errors itself (it has by the first REGISTER; holdMs may come sooner).
+      if (socket.listenerCount('error') > 1) socket.removeListener('error', ignoreResets);
       this.#inFlight--;
       metrics.handshakesInFlight.set(this.#inFlight);
       this.#next();
