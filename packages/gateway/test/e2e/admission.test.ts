@@ -1,17 +1,23 @@
 /** Admission control: a bounded number of clients in the handshake, a bounded queue, and 503 past it. */
 import assert from 'node:assert/strict';
-import { get } from 'node:http';
-import { connect } from 'node:net';
+import { get, type ClientRequest } from 'node:http';
+import type { Socket } from 'node:net';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
+
+/** A WebSocket upgrade request, sent as a client's would be, without a client behind it. */
+function upgradeRequest(node: TestNode, token: string): ClientRequest {
+  return get(`${node.http}/?x-am-authorization=${token}`, {
+    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+  });
+}
 
 /** The HTTP status a WebSocket upgrade request gets when it is refused, with its Retry-After. */
 async function refusedUpgrade(node: TestNode): Promise<{ status: number | undefined; retryAfter: string | undefined; body: string }> {
-  const request = get(`${node.http}/?x-am-authorization=whatever`, {
-    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
-  });
+  const request = upgradeRequest(node, 'whatever');
   const [response] = await once(request, 'response');
   let body = '';
   for await (const chunk of response) body += chunk;
@@ -66,18 +72,18 @@ test('clients that reset their connection while refused or queued disturb nothin
   });
   const token = await apiToken(node);
   const first = await TestSocket.connect(node, token);
-  const { port } = new URL(node.http);
   // 20 wait in the queue and 20 are refused past it; each sends its upgrade and resets the connection at once.
   const resets = Array.from({ length: 40 }, async () => {
-    const socket = connect(Number(port), '127.0.0.1');
+    const request = upgradeRequest(node, token);
+    request.on('error', () => {});
+    const [socket] = (await once(request, 'socket')) as [Socket];
     await once(socket, 'connect');
-    socket.write(`GET /?x-am-authorization=${token} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
-      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-    socket.on('error', () => {});
     await delay(20);
     socket.resetAndDestroy();
   });
   await Promise.all(resets);
+  assert.ok((await metric(node, 'herald_admission_rejected_total')) > 0, 'some were refused past the queue');
+  await until(async () => (await metric(node, 'herald_handshakes_queued')) === 0, 'the reset clients to leave the queue');
   await first.register(onEvent('announcements'));
   const later = await TestSocket.connect(node, token);
   await later.register(onEvent('announcements'));

@@ -49,21 +49,28 @@ async function readMessages(socket: Socket, count: number): Promise<string[]> {
   return messages;
 }
 
+/** Records what the stream hands to the kernel: each `_write` and `_writev` of `socket`, with its chunk count. */
+function spyWrites(socket: Socket): string[] {
+  const calls: string[] = [];
+  const writev = socket._writev!.bind(socket);
+  const write = socket._write.bind(socket);
+  socket._writev = (chunks, callback) => { calls.push(`writev ${chunks.length}`); writev(chunks, callback); };
+  socket._write = (chunk, encoding, callback) => { calls.push('write'); write(chunk, encoding, callback); };
+  return calls;
+}
+
+const asWebSocket = (socket: Socket): WebSocket => ({ _socket: socket }) as unknown as WebSocket;
+
 describe('CoalescedWrites', () => {
   it("holds a turn's frames for one socket and hands them to the kernel in one writev, in order, behind nothing and before later writes", async () => {
     const { server, client, close } = await socketPair();
-    const asWebSocket = { _socket: server } as unknown as WebSocket;
-    const calls: string[] = [];
-    const writev = server._writev!.bind(server);
-    const write = server._write.bind(server);
-    server._writev = (chunks, callback) => { calls.push(`writev ${chunks.length}`); writev(chunks, callback); };
-    server._write = (chunk, encoding, callback) => { calls.push('write'); write(chunk, encoding, callback); };
+    const calls = spyWrites(server);
     const out = new CoalescedWrites();
     const frames = ['one', 'two', 'three'].map(textFrame);
-    for (const frame of frames) out.write(asWebSocket, frame);
+    for (const frame of frames) out.write(asWebSocket(server), frame);
     assert.equal(server.writableLength, frames.reduce((sum, frame) => sum + frame.length, 0), 'held, not yet written');
     assert.deepEqual(calls, []);
-    writeFrame(asWebSocket, textFrame('reply'));
+    writeFrame(asWebSocket(server), textFrame('reply'));
     const received = await readMessages(client, 4);
     assert.deepEqual(received, ['one', 'two', 'three', 'reply']);
     assert.deepEqual(calls, ['writev 4']);
@@ -71,13 +78,18 @@ describe('CoalescedWrites', () => {
     close();
   });
 
-  it('lets go of a socket destroyed while its frames were held', async () => {
-    const { server, close } = await socketPair();
+  it('a socket destroyed while its frames were held gets no write, and the sockets held after it still get theirs', async () => {
+    const gone = await socketPair();
+    const kept = await socketPair();
+    const [goneCalls, keptCalls] = [spyWrites(gone.server), spyWrites(kept.server)];
     const out = new CoalescedWrites();
-    out.write({ _socket: server } as unknown as WebSocket, textFrame('lost'));
-    server.destroy();
-    await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(server.destroyed, true);
-    close();
+    out.write(asWebSocket(gone.server), textFrame('lost'));
+    out.write(asWebSocket(kept.server), textFrame('kept'));
+    gone.server.destroy();
+    assert.deepEqual(await readMessages(kept.client, 1), ['kept']);
+    assert.deepEqual(goneCalls, []);
+    assert.deepEqual(keptCalls, ['write']);
+    gone.close();
+    kept.close();
   });
 });
