@@ -17,7 +17,8 @@
  *            the node holding the most. Its clients back after; its entries gone from Redis after (a survivor
  *            sweeps them once its lease, 10 s, has run out); then each client is named once, 1,000 a second.
  *
- * Each is run twice (once with --quick), its figures the medians of the runs (run.ts). N is 18,000 (3,000 with --quick). Ports 25110-25129, below the ephemeral range. Logs in the run directory.
+ * Each is run twice (once with --quick), its figures the medians of the runs (run.ts). N is 18,000 (3,000 with
+ * --quick). Ports 25110-25129, below the ephemeral range. Logs in the run directory.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';

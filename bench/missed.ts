@@ -32,11 +32,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
     'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
     'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs. This session\'s three full runs, on the same code: the gateway 4,344, 4,538 and 3,305/s, the ' +
-    'bare peer 3,788, 1,833 and 3,937/s.',
+    'the same runs. The three full runs of 2026-11-30 21:32-22:30 UTC, on the same code: the gateway 4,344, ' +
+    '4,538 and 3,305/s, the bare peer 3,788, 1,833 and 3,937/s.',
   churn_subscribe_vs_socketio:
-    'Moves with the machine\'s phase: this session\'s three full runs, on the same code, read 2.37×, 2.51× and ' +
-    '1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
+    'Moves with the machine\'s phase: the three full runs of 2026-11-30 21:32-22:30 UTC, on the same code, read ' +
+    '2.37×, 2.51× and 1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
     'client than Socket.IO (two JWTs, the REGISTER reply, a Redis route write), so a slow phase of the machine ' +
     'takes more of its rate; see churn_subscribe_per_s.',
   notify_person_per_s:
@@ -56,8 +56,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '18,670, 19,415 and 16,056/s, the machine slowing through both. Writing a turn\'s frames per client in one system call (the change ' +
     'that took broadcasts from ~170,000 to ~1,000,000/s) does not help here: each emit names another client',
   notify_person_vs_socketio:
-    'This session\'s three full runs, on the same code: 2.22×, 2.20× and 1.46× (the gateway 16,849, 19,958 and ' +
-    '12,734/s; Socket.IO 7,585, 9,080 and 8,713/s). See notify_person_per_s and churn_subscribe_vs_socketio.',
+    'The three full runs of 2026-11-30 21:32-22:30 UTC, on the same code: 2.22×, 2.20× and 1.46× (the gateway ' +
+    '16,849, 19,958 and 12,734/s; Socket.IO 7,585, 9,080 and 8,713/s). See notify_person_per_s and churn_subscribe_vs_socketio.',
   paced_p99_ms:
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +

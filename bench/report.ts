@@ -52,7 +52,8 @@ function table(r: Results): string {
     const met = ours === undefined ? 'not yet measured' : meets(ours, op, target) ? 'yes' : 'no';
     return `| \`${name}\` — ${label} | ${cells.join(' | ')} | ${op} ${target.toLocaleString('en-US')} | ${met} |`;
   });
-  return [`| figure | ${TARGETS.map(([, n]) => n).join(' | ')} | target (issue 4) | met |`, '|---|---:|---:|---:|---|---|', ...rows].join('\n');
+  const head = `| figure | ${TARGETS.map(([, n]) => n).join(' | ')} | target (issue 4) | met |`;
+  return [head, `|---|${TARGETS.map(() => '---:|').join('')}---|---|`, ...rows].join('\n');
 }
 
 /** Issue 5: the subscribe rate with can-connect code, side by side with no code. Targets only on the ratios. */

@@ -2,9 +2,10 @@
  * Reconnection of held clients (--reconnect), as an application using the client SDK does it: a client
  * whose socket the node closed (1001 while it drains, 1006 when it died) waits as the SDK does
  * (`reconnectDelayAfter`: up to the lower bound after a 1001, else a random time between the bounds), connects
- * again through the same URL with the same tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a draining node or from admission
- * under a storm, ECONNREFUSED while the node is down, a timeout) waits again and tries again, until the
- * run ends. Also here: what the report says about it.
+ * again through the same URL with the same tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a
+ * draining node or from admission under a storm, ECONNREFUSED while the node is down, a timeout) waits again, the
+ * full window as the SDK's later attempts do (`reconnectDelay`), and tries again, until the run ends. Also here:
+ * what the report says about it.
  */
 import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
 import { clockMs } from './frames.ts';

@@ -46,7 +46,8 @@ function tcpSocketOf(socket: WebSocket): Socket {
  * at hand, then sends them in one write system call per socket (a writev). When emits come faster than one per
  * turn of the loop, a client told of several of them in that turn costs one system call, not several; a frame
  * written alone leaves at the end of the same turn (the check phase), so the wait is the rest of that turn.
- * Corking keeps order: every later write to the socket, ws's own included, queues behind the held frames.
+ * Corking keeps order: every later write to the socket, ws's own included, queues behind the held frames. A
+ * socket corked by another owner (the upgrade, until CONNECTED is written) is left to that owner's uncork.
  */
 export class CoalescedWrites {
   #held: Socket[] = [];
