@@ -2,10 +2,10 @@
  * One WebSocket client of a load run, with the time of each phase: TCP connect, CONNECTED, the REGISTER
  * reply, and leaving. Many clients share one observer, which turns their phases into figures.
  */
-import { connect, type createConnection, type NetConnectOpts, type Socket } from 'node:net';
-import WebSocket from 'ws';
+import { connect, type Socket } from 'node:net';
 import { firstErrorCode, frameType, registerAccepted } from './frames.ts';
 import type { ClientPlan } from './roster.ts';
+import { clientFrame, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
 
 export interface ClientObserver {
   /** CONNECTED, and the REGISTER reply with every entry accepted when the plan registers. */
@@ -26,15 +26,14 @@ export interface ClientOptions {
 
 type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done';
 
-/**
- * Client frames go out with an all-zero mask: the random mask of RFC 6455 5.3 guards browsers' proxies against
- * crafted payloads, not a load generator on loopback, and drawing it costs the client CPU that the run should
- * spend on load. ws's `generateMask` option exists for this; the node unmasks any mask alike.
- */
-function keepZeroMask(): void {}
+/** No close frame came before the connection ended (RFC 6455 7.1.5). */
+const ABNORMAL_CLOSURE = 1006;
+const NO_STATUS = 1005;
+const PROTOCOL_ERROR = 1002;
 
 /** `performance.now()` instants; 0 until the phase happened. */
-export class LoadClient {
+/** A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). */
+export class LoadClient implements WireHandler {
   readonly index: number;
   readonly plan: ClientPlan;
   startAt = 0;
@@ -45,8 +44,11 @@ export class LoadClient {
   leaveAt = 0;
   leftAt = 0;
   #state: State = 'new';
-  #socket: WebSocket | undefined;
   #tcp: Socket | undefined;
+  #reader: WireReader | undefined;
+  /** The code of the server's close frame, once it came. */
+  #closeCode = ABNORMAL_CLOSURE;
+  #closeSent = false;
   #timer: NodeJS.Timeout | undefined;
   readonly #observer: ClientObserver;
   readonly #options: ClientOptions;
@@ -66,31 +68,27 @@ export class LoadClient {
     this.startAt = performance.now();
     this.#state = 'connecting';
     this.#timer = setTimeout(() => this.#fail('timeout'), this.#options.timeoutMs);
-    const socket = new WebSocket(this.plan.url, {
-      perMessageDeflate: false,
-      skipUTF8Validation: true,
-      generateMask: keepZeroMask,
-      handshakeTimeout: this.#options.timeoutMs,
-      localAddress: this.#options.localAddress,
-      createConnection: ((options: NetConnectOpts) => {
-        const tcp = connect(options);
-        tcp.once('connect', () => (this.tcpAt = performance.now()));
-        this.#tcp = tcp;
-        return tcp;
-      }) as typeof createConnection,
+    const { hostname, port } = new URL(this.plan.url);
+    const tcp = connect({ host: hostname, port: Number(port || 80), localAddress: this.#options.localAddress, noDelay: true });
+    const reader = new WireReader(this);
+    this.#tcp = tcp;
+    this.#reader = reader;
+    tcp.once('connect', () => {
+      this.tcpAt = performance.now();
+      tcp.write(upgradeRequest(this.plan.url));
     });
-    this.#socket = socket;
-    socket.on('message', (data) => this.#onFrame(data as Buffer));
-    socket.on('error', (error: NodeJS.ErrnoException) => this.#fail(reasonOf(error)));
-    socket.on('close', (code) => this.#onClose(code));
+    tcp.on('data', (chunk: Buffer) => reader.push(chunk));
+    tcp.on('error', (error: NodeJS.ErrnoException) => this.#fail(error.code ?? error.message));
+    tcp.on('close', () => this.#onClose(this.#closeCode));
   }
 
-  /** Close with 1000 and wait for the node's close frame (`leftAt`). */
+  /** Close with 1000 and wait for the node's close frame and the end of the connection (`leftAt`). */
   leave(): void {
     if (this.#state !== 'ready') return;
     this.#state = 'leaving';
     this.leaveAt = performance.now();
-    this.#socket?.close(1000);
+    this.#closeSent = true;
+    this.#tcp?.write(closeFrame(1000));
   }
 
   /**
@@ -100,8 +98,37 @@ export class LoadClient {
   terminate(): void {
     this.#state = 'done';
     clearTimeout(this.#timer);
-    if (this.#tcp && !this.#tcp.destroyed && !this.#tcp.connecting) this.#tcp.resetAndDestroy();
-    this.#socket?.terminate();
+    this.#reader?.stop();
+    const tcp = this.#tcp;
+    if (tcp && !tcp.destroyed) {
+      if (tcp.connecting) tcp.destroy();
+      else tcp.resetAndDestroy();
+    }
+  }
+
+  refused(status: number): void {
+    this.#fail(status === 0 ? 'not a WebSocket answer' : `HTTP ${status}`);
+  }
+
+  message(payload: Buffer): void {
+    this.#onFrame(payload);
+  }
+
+  control(opcode: Opcode, payload: Buffer): void {
+    if (opcode === Opcode.PING) {
+      this.#tcp?.write(clientFrame(Opcode.PONG, payload));
+    } else if (opcode === Opcode.CLOSE) {
+      this.#closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : NO_STATUS;
+      if (!this.#closeSent) this.#tcp?.write(closeFrame(this.#closeCode === NO_STATUS ? 1000 : this.#closeCode));
+      this.#closeSent = true;
+      this.#tcp?.end();
+    }
+  }
+
+  malformed(reason: string): void {
+    this.#closeCode = PROTOCOL_ERROR;
+    this.#fail(reason);
+    this.#tcp?.destroy();
   }
 
   #onFrame(frame: Buffer): void {
@@ -114,7 +141,7 @@ export class LoadClient {
       if (this.plan.register === undefined) return this.#ready();
       this.#state = 'registering';
       this.registerSentAt = performance.now();
-      this.#socket?.send(this.plan.register);
+      this.#tcp?.write(clientFrame(Opcode.TEXT, this.plan.register));
     } else if (this.#state === 'registering' && type === 'REGISTER') {
       if (registerAccepted(frame)) this.#ready();
       else this.#fail(firstErrorCode(frame));
@@ -141,10 +168,4 @@ export class LoadClient {
     this.#state = 'done';
     if (reported) this.#observer.closed(this, code);
   }
-}
-
-function reasonOf(error: NodeJS.ErrnoException): string {
-  if (error.code) return error.code;
-  const status = /Unexpected server response: (\d+)/.exec(error.message)?.[1];
-  return status ? `HTTP ${status}` : error.message;
 }
