@@ -232,6 +232,11 @@ generator's full output and a sample a second of each process's RSS and CPU and 
 **Read with care:** the load generator (wsload for the gateway, \`bench/peer-load.ts\` for the peers) runs on the
 same ${cpus().length} cores as the server it measures, so every rate here is a floor set partly by the client side. The peers
 check no token (a token must merely be present); the gateway verifies both JWTs and runs the API Maker protocol.
+The two client sides differ too: wsload's clients are plain TCP sockets speaking WebSocket
+(packages/loadgen/src/wire.ts; 250-270 µs of CPU per connect and REGISTER here, where a \`ws\` client took ~370 µs) and its
+emitter writes raw HTTP/1.1; peer-load drives the bare peer with \`ws\` clients and Socket.IO with socket.io-client (that
+protocol's own client), and emits through Node's \`http.request\`. Where the client side is the limit, this favours
+the gateway; the peers' figures are what their usual clients reach.
 
 ## Figures
 
