@@ -30,6 +30,8 @@ type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done'
 const ABNORMAL_CLOSURE = 1006;
 const NO_STATUS = 1005;
 const PROTOCOL_ERROR = 1002;
+/** How long the server has to end the connection after the close frames, as ws's closeTimeout. */
+const CLOSE_TIMEOUT_MS = 30_000;
 
 /** `performance.now()` instants; 0 until the phase happened. */
 /** A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). */
@@ -121,7 +123,10 @@ export class LoadClient implements WireHandler {
       this.#closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : NO_STATUS;
       if (!this.#closeSent) this.#tcp?.write(closeFrame(this.#closeCode === NO_STATUS ? 1000 : this.#closeCode));
       this.#closeSent = true;
-      this.#tcp?.end();
+      // The server ends the TCP connection first (RFC 6455 7.1.1), so the TIME_WAIT is its own and not a source
+      // port this client's next connect from the same address must step over; unless it never does.
+      clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => this.#tcp?.destroy(), CLOSE_TIMEOUT_MS);
     }
   }
 
@@ -162,6 +167,7 @@ export class LoadClient implements WireHandler {
   }
 
   #onClose(code: number): void {
+    clearTimeout(this.#timer);
     if (this.#state === 'connecting' || this.#state === 'registering') return this.#fail(`closed ${code}`);
     const reported = this.#state === 'ready' || this.#state === 'leaving';
     if (this.#state === 'leaving') this.leftAt = performance.now();
