@@ -25,15 +25,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   churn_subscribe_per_s:
     'The 2 cores are the limit, not the node alone. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 ' +
     '--register announcements --per-client --tokens both`, /proc/<pid>/stat around the run, /usr/bin/time on ' +
-    'wsload): the node spends 200-230 µs of CPU per client and wsload ~270 µs, ~500 µs per client in all with the ' +
-    'kernel\'s loopback TCP; 6,000/s on 2 cores needs ≤ 333 µs. A leaner client (a raw-socket WebSocket client in ' +
-    'wsload) cut wsload\'s share by 25-30% but the node\'s rose by as much, at the same rate. Two wsload processes ' +
+    'wsload): the node spends 200-230 µs of CPU per client and wsload ~270 µs (with a ws client), ~500 µs per client in all with the ' +
+    'kernel\'s loopback TCP; 6,000/s on 2 cores needs ≤ 333 µs. wsload\'s clients are now plain TCP sockets speaking ' +
+    'WebSocket (loadgen/src/wire.ts): its CPU per client fell ~30%, and the node, given the time, took more per ' +
+    'client (fill of 18,000 at 4,000/s: 240-290 µs against 237), so the rate moved little. Two wsload processes ' +
     '(`-w 2`) are no faster. Per client the node does the upgrade through fastify, two JWT checks, the REGISTER ' +
     'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
     'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
     'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs. The three full runs of 2026-11-30 21:32-22:30 UTC, on the same code: the gateway 4,344, ' +
-    '4,538 and 3,305/s, the bare peer 3,788, 1,833 and 3,937/s.',
+    'the same runs. The full run of 2026-12-01 00:17 UTC and its churn measured again at 00:49: the gateway 3,560 ' +
+    'and 4,704/s, the bare peer 1,829 and 6,258/s; by hand (fresh node, the bench\'s churn twice) 4,023-4,760/s.',
   churn_subscribe_vs_socketio:
     'Moves with the machine\'s phase: the three full runs of 2026-11-30 21:32-22:30 UTC, on the same code, read ' +
     '2.37×, 2.51× and 1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
@@ -79,7 +80,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
     '297 ms by hand on a fresh node, 249-449 ms in the full runs (250, 332, 366, 490 and 281 ms in the last five). Allocation is ~335 B per recipient (sampling heap ' +
     'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
-    '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. Would close it: the load ' +
+    '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. wsload\'s own WebSocket client ' +
+    '(wire.ts) changed nothing here: alternated by hand with the ws client, 344-458 ms either way in a slow phase; ' +
+    'the full runs of 2026-11-30 23:46 and 2026-12-01 00:17 UTC read 399 and 306 ms. Would close it: the load ' +
     'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
@@ -103,6 +106,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ws://… --clients 18000 --rate 4000 --per-worker 6000 --register announcements --per-client` on a fresh node: ' +
     '2,756-3,253/s). Its profile (`--cpu-prof`, same command): write system calls ~19% (the 101 and CONNECTED in ' +
     'one writev, the REGISTER reply, Redis), fastify\'s routing and hooks of the upgrade ~18%, ws\'s upgrade ~12%, ' +
-    'GC ~6%, no single part of ours above 1%. Would close it: the load generator on other cores, so that the ' +
-    'successor takes clients faster and the drain can be paced faster.',
+    'GC ~6%, no single part of ours above 1%. Two later changes met it (6.21 s, 6.21 and 6.22, in the full run ' +
+    'of 2026-12-01 00:17 UTC): wsload\'s clients speak WebSocket on plain TCP sockets (wire.ts; ~30% less CPU per ' +
+    'connect than a ws client, which the successor gets: away p50 0.5-0.6 s against ~1 s), and batch n of the drain ' +
+    'is due n × 75 ms after its start (70 pauses of 75 ms after each batch\'s closes took ~6 s, not 5.2). In a slow ' +
+    'phase the successor still falls behind the drain: 8.07 s in one run of the full run of 2026-11-30 23:46.',
 };
