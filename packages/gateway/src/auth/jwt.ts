@@ -28,27 +28,33 @@ interface Claims {
  * Tokens verified, by their exact text, each until it must be verified again: at its expiry, or after `keptMs`
  * (as fast-jwt's cacheTTL). fast-jwt's own cache keys each token by a SHA-256 of it (~2.5 µs a call: ~5% of an
  * emit, ~4% of what a node spends taking a client in a reconnect storm); a lookup by the text itself costs nothing,
- * and cannot collide. Only verified tokens enter; past `max`, the oldest goes.
+ * and cannot collide. Only verified tokens enter. At most `max` are kept, in two generations: once the newer holds
+ * half, the older is dropped whole. Dropping the oldest one at a time (`keys().next()`) made V8 scan the holes the
+ * deletes leave: ~8 µs a call once full, against ~1 µs.
  */
 class VerifiedTokens<T> {
-  readonly #kept = new Map<string, { value: T; until: number }>();
-  readonly #max: number;
+  #current = new Map<string, { value: T; until: number }>();
+  #older = new Map<string, { value: T; until: number }>();
+  readonly #half: number;
   readonly #keptMs: number;
 
   constructor(max: number, keptMs: number) {
-    this.#max = max;
+    this.#half = Math.max(1, Math.floor(max / 2));
     this.#keptMs = keptMs;
   }
 
   get(token: string, now: number): T | undefined {
-    const kept = this.#kept.get(token);
+    const kept = this.#current.get(token) ?? this.#older.get(token);
     return kept !== undefined && now < kept.until ? kept.value : undefined;
   }
 
   /** `exp`: the token's expiry, s since the epoch. */
   set(token: string, value: T, now: number, exp: number | undefined): void {
-    if (this.#kept.size >= this.#max) this.#kept.delete(this.#kept.keys().next().value!);
-    this.#kept.set(token, { value, until: Math.min(now + this.#keptMs, exp === undefined ? Infinity : exp * 1000) });
+    if (this.#current.size >= this.#half) {
+      this.#older = this.#current;
+      this.#current = new Map();
+    }
+    this.#current.set(token, { value, until: Math.min(now + this.#keptMs, exp === undefined ? Infinity : exp * 1000) });
   }
 }
 
