@@ -23,18 +23,24 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'The 2 cores are the limit, not the node alone. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 ' +
-    '--register announcements --per-client --tokens both`, /proc/<pid>/stat around the run, /usr/bin/time on ' +
-    'wsload): the node spends 200-230 µs of CPU per client and wsload ~270 µs (with a ws client), ~500 µs per client in all with the ' +
-    'kernel\'s loopback TCP; 6,000/s on 2 cores needs ≤ 333 µs. wsload\'s clients are now plain TCP sockets speaking ' +
-    'WebSocket (loadgen/src/wire.ts): its CPU per client fell ~30%, and the node, given the time, took more per ' +
-    'client (fill of 18,000 at 4,000/s: 240-290 µs against 237), so the rate moved little. Two wsload processes ' +
-    '(`-w 2`) are no faster. Per client the node does the upgrade through fastify, two JWT checks, the REGISTER ' +
-    'and its reply, and two Redis scripts (its route in and out; the bucket bit is no longer cleared and set again ' +
-    'each time: +4-13% by hand); the same churn on one shared route reaches ~6,250/s (the can-connect no-code ' +
-    'run). The bare ws peer, which checks no token and writes nothing to Redis per client, read 5,000-5,900/s in ' +
-    'the same runs. The full run of 2026-12-01 00:17 UTC and its churn measured again at 00:49: the gateway 3,560 ' +
-    'and 4,704/s, the bare peer 1,829 and 6,258/s; by hand (fresh node, the bench\'s churn twice) 4,023-4,760/s.',
+    'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
+    'churn while the machine still has some left (quick run of 2026-12-01 01:50 UTC: gateway 97%, 30 of it in the ' +
+    'kernel; wsload 63; Redis 14; machine 176 of 200); the bare peer\'s server sat at 64% there, held back by its ' +
+    'load generator at 99%. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
+    'announcements --per-client --tokens both`, /proc/<pid>/stat around the run): the node spends 171 µs per ' +
+    'client in user space and 85 µs in the kernel, ~3,900 clients a second for a core; 6,000/s needs ≤ 167 µs. The ' +
+    'kernel part is ~17 system calls per client (`strace -c -f -p <node>` for 3 s of the churn): 3 writevs (the ' +
+    '101 with CONNECTED, the REGISTER reply, the close frame), a write to Redis, 5 reads, accept4, TCP_NODELAY, ' +
+    'shutdown, close and epoll\'s; on loopback each write also runs the receiving end\'s TCP. The user part has no ' +
+    'single hot spot (`--cpu-prof`): Node\'s HTTP parser and upgrade ~5%, ws\'s handshake (its SHA-1) ~4%, ' +
+    'ioredis ~4%, ours ~10%, GC ~3%. wsload\'s clients are plain TCP sockets speaking WebSocket (loadgen/src/' +
+    'wire.ts): 79 µs user + 90 µs kernel per client. Person tokens kept by their text, the bucket bit no longer ' +
+    'cleared and set again (+4-13%) and the Redis commands of a turn in one write each took a little; the same ' +
+    'churn on one shared route reaches ~6,250/s (the can-connect no-code run), so the two Redis scripts per client ' +
+    'are part of it. Would close it: ~35% less per client on the node, which means a leaner upgrade than Node\'s ' +
+    'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
+    'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). The full run of 2026-12-01 ' +
+    '00:17 UTC and its churn measured again at 00:49: the gateway 3,560 and 4,704/s, the bare peer 1,829 and 6,258/s.',
   churn_subscribe_vs_socketio:
     'Moves with the machine\'s phase: the three full runs of 2026-11-30 21:32-22:30 UTC, on the same code, read ' +
     '2.37×, 2.51× and 1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
@@ -74,16 +80,17 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'One write system call per recipient (one frame each, so holding a turn\'s frames per client saves nothing ' +
-    'here: 248 and 256 ms by hand with it): on a fresh node the fan-out of one broadcast to 18,000 took 190-290 ms ' +
-    'inside the node (timed from deliver() to the last write, 10 broadcasts; GC under 1.5 ms of it), and the last ' +
-    'client is told when its wsload process (three of them hold the 18,000, on the same 2 cores) reads it: 226-' +
-    '297 ms by hand on a fresh node, 249-449 ms in the full runs (250, 332, 366, 490 and 281 ms in the last five). Allocation is ~335 B per recipient (sampling heap ' +
-    'profile), mostly Node\'s per-write request objects; the young-generation collections of 10-15 ms seen in ' +
-    '`--trace-gc` come when the 18,000 clients leave, not during the broadcasts. wsload\'s own WebSocket client ' +
-    '(wire.ts) changed nothing here: alternated by hand with the ws client, 344-458 ms either way in a slow phase; ' +
-    'the full runs of 2026-11-30 23:46 and 2026-12-01 00:17 UTC read 399 and 306 ms. Would close it: the load ' +
-    'generators on other cores, or a write to many sockets in one system call (none exists for TCP)',
+    'The kernel\'s loopback TCP, one write per recipient. Per broadcast the node spends 20-40 ms in user space and ' +
+    '150-230 ms in the kernel (its /proc/<pid>/stat read every 10 ms beside `wsload notify http://… --clients 18000 ' +
+    '--per-worker 6000 -c 1 -R 1 -d 10 --broadcast` on a fresh node, 2026-12-01): each write system call also runs ' +
+    'the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient, and no system call writes to many TCP ' +
+    'sockets at once. The JS (one frame encoded, a write per socket) is ~15% of it; a frame per recipient, so ' +
+    'holding a turn\'s frames per client saves nothing here. The last client is told when its wsload process (three ' +
+    'hold the 18,000, on the same 2 cores) reads it: in that run p50 154 ms and the slowest of the 10 broadcasts ' +
+    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs. GC is under 1.5 ms of a fan-out; ' +
+    'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
+    'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
+    'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
     '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +

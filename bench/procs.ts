@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 
 export interface Proc { name: string; child: ChildProcess; stdout: string; exited: Promise<unknown> }
 
@@ -89,51 +90,72 @@ export function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 }
 
+/** CPU time in clock ticks, in user space and in the kernel (system calls, and the loopback's TCP work they do). */
+interface Ticks { user: number; sys: number }
+
 /**
- * CPU time in clock ticks: utime + stime, and cutime + cstime (its children that have exited and been waited for;
- * fields 14-17, counted after the ")" that ends the command name), so it only grows as children come and go.
+ * utime + cutime and stime + cstime: with its children that have exited and been waited for (fields 14-17,
+ * counted after the ")" that ends the command name), so they only grow as children come and go.
  */
-export function cpuTicks(pid: number): number {
+function cpuTicks(pid: number): Ticks {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return { user: fields[11]! + fields[13]!, sys: fields[12]! + fields[14]! };
 }
 
 /**
  * A process with its live children (wsload's worker processes, the node's sandbox workers): what it costs in
  * all. Throws when the process itself has exited; a child that exits meanwhile counts 0.
  */
-function familyUsage(pid: number): { ticks: number; rssKb: number } {
+function familyUsage(pid: number): Ticks & { rssKb: number } {
   let children: number[] = [];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   } catch { /* it exited: the reads below say so */ }
-  const usage = { ticks: cpuTicks(pid), rssKb: rssKb(pid) };
+  const usage = { ...cpuTicks(pid), rssKb: rssKb(pid) };
   for (const child of children) {
     try {
-      usage.ticks += cpuTicks(child);
+      const ticks = cpuTicks(child);
+      usage.user += ticks.user;
+      usage.sys += ticks.sys;
       usage.rssKb += rssKb(child);
     } catch { /* exited meanwhile */ }
   }
   return usage;
 }
 
-export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, { rssKb: number; cpuPct: number }> }
+/** A process over the last second: its RSS, and its CPU (100 = one core), of which `sysPct` in the kernel. */
+export interface ProcSample { rssKb: number; cpuPct: number; sysPct: number }
+export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: { cpuPct: number; sysPct: number } }
 
-/** Once a second: RSS and CPU of each watched process with its children, and Redis used_memory, tagged with the current phase. */
+/** The whole machine's CPU ticks from /proc/stat, busy (not idle or waiting for I/O) and in the kernel (system, irq, softirq). */
+function machineTicks(): { total: number; busy: number; sys: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { total: busy + idle! + iowait!, busy, sys: system! + irq! + softirq! };
+}
+
+/**
+ * Once a second: RSS and CPU of each watched process with its children, the whole machine's CPU, and Redis
+ * used_memory, tagged with the current phase.
+ */
 export class Sampler {
   readonly samples: Sample[] = [];
   phase = 'idle';
-  private readonly watched = new Map<string, { pid: number; ticks: number; at: number }>();
+  private readonly watched = new Map<string, { pid: number; ticks: Ticks; at: number }>();
   private readonly timer: NodeJS.Timeout;
   private readonly redisUsedMemory: () => Promise<number | undefined>;
+  private machine = machineTicks();
 
   constructor(redisUsedMemory: () => Promise<number | undefined>) {
     this.redisUsedMemory = redisUsedMemory;
     this.timer = setInterval(() => void this.sample(), 1000);
   }
 
-  watch(name: string, pid: number): void { this.watched.set(name, { pid, ticks: familyUsage(pid).ticks, at: performance.now() }); }
+  watch(name: string, pid: number): void {
+    const { user, sys } = familyUsage(pid);
+    this.watched.set(name, { pid, ticks: { user, sys }, at: performance.now() });
+  }
   unwatch(name: string): void { this.watched.delete(name); }
   close(): void { clearInterval(this.timer); }
 
@@ -141,12 +163,19 @@ export class Sampler {
     const sample: Sample = { t: Date.now(), phase: this.phase, procs: {} };
     for (const [name, w] of this.watched) {
       try {
-        const { ticks, rssKb: rss } = familyUsage(w.pid);
+        const { user, sys, rssKb: rss } = familyUsage(w.pid);
         const at = performance.now();
-        sample.procs[name] = { rssKb: rss, cpuPct: Math.round(((ticks - w.ticks) / 100 / ((at - w.at) / 1000)) * 1000) / 10 };
-        Object.assign(w, { ticks, at });
+        // Ticks are 1/100 s: percent of a core over the interval, to one decimal.
+        const pct = (ticks: number): number => Math.round((ticks / ((at - w.at) / 1000)) * 10) / 10;
+        sample.procs[name] = { rssKb: rss, cpuPct: pct(user - w.ticks.user + sys - w.ticks.sys), sysPct: pct(sys - w.ticks.sys) };
+        Object.assign(w, { ticks: { user, sys }, at });
       } catch { this.watched.delete(name); } // it exited
     }
+    const machine = machineTicks();
+    // Ticks of all cores together: the share of one core is the share of the whole times the cores.
+    const ofCores = (ticks: number): number => Math.round((ticks / (machine.total - this.machine.total)) * cpus().length * 1000) / 10;
+    sample.machine = { cpuPct: ofCores(machine.busy - this.machine.busy), sysPct: ofCores(machine.sys - this.machine.sys) };
+    this.machine = machine;
     try { sample.redisUsedMemory = await this.redisUsedMemory(); } catch { /* redis between runs */ }
     this.samples.push(sample);
   }

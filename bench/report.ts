@@ -190,6 +190,35 @@ function machine(): string {
   return `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GB, Node.js ${process.version}, redis-server ${redis}, linux; loopback only`;
 }
 
+/**
+ * Where the CPU went in each load phase (not the memory levels or fills), as the mean of the phase's samples:
+ * the server, its Redis, the load generators (all of them, fills included), and the whole machine, each as
+ * "% of a core (of which in the kernel)". The machine's cores are the ceiling every rate here meets.
+ */
+type Cpu = { cpuPct: number; sysPct: number };
+
+function cpuTable(r: Results): string {
+  const phases = new Map<string, Sample[]>();
+  for (const sample of r.samples) {
+    const [target] = sample.phase.split(' ');
+    if (!sample.machine || !sample.procs[target!] || / (memory|fill)\b/.test(sample.phase)) continue;
+    phases.set(sample.phase, [...(phases.get(sample.phase) ?? []), sample]);
+  }
+  const mean = (samples: Sample[], pick: (s: Sample) => Cpu): string => {
+    const average = (of: (cpu: Cpu) => number): number => Math.round(samples.reduce((total, s) => total + of(pick(s)), 0) / samples.length);
+    return `${average((cpu) => cpu.cpuPct)} (${average((cpu) => cpu.sysPct)})`;
+  };
+  const sum = (procs: Array<Cpu | undefined>): Cpu =>
+    procs.reduce<Cpu>((all, p) => ({ cpuPct: all.cpuPct + (p?.cpuPct ?? 0), sysPct: all.sysPct + (p?.sysPct ?? 0) }), { cpuPct: 0, sysPct: 0 });
+  const loads = (s: Sample): Cpu => sum(Object.entries(s.procs).filter(([name]) => name.startsWith('load')).map(([, p]) => p));
+  const rows = [...phases].map(([phase, samples]) => {
+    const target = phase.split(' ')[0]!;
+    const cells = [(s: Sample) => s.procs[target]!, (s: Sample) => sum([s.procs[`redis(${target})`]]), loads, (s: Sample) => s.machine!];
+    return `| ${phase} | ${samples.length} | ${cells.map((pick) => mean(samples, pick)).join(' | ')} |`;
+  });
+  return [`| phase | samples | server | its Redis | load generators | machine (of ${cpus().length * 100}) |`, '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');
+}
+
 /** Each missed figure with why, from bench/missed.ts (the issue asks for the profile that shows it). */
 function missedSection(r: Results): string {
   const missed = FIGURES.filter(([name, , op, target]) => r.figures[name] !== undefined && !meets(r.figures[name], op, target));
@@ -269,6 +298,14 @@ ${r.quick ? '' : `The same runs once more with every client connected (18,000; o
 ${connectedTable(r, 10_000, 18_000)}
 `}
 ${back.length > 0 ? failoverSection(r) : ''}
+## Where the CPU went
+
+Each load phase's mean of the samples taken once a second: % of one core, in brackets the part spent in the
+kernel (system calls; on loopback a write also runs the receiving end's TCP). A phase of ${cpus().length * 100}% on the machine has
+no core left for anyone.
+
+${cpuTable(r)}
+
 ## Memory as clients grow
 
 ![memory](memory.svg)

@@ -64,6 +64,7 @@ function keepEarlierRun(): void {
     if (!again.some((name) => key.split(' ').includes(name))) results.runs[key] = run;
   }
   results.commands.push(...(earlier.commands ?? []));
+  results.samples.push(...(earlier.samples ?? []).filter((sample) => !again.some((name) => sample.phase.split(' ').includes(name))));
   // "<full run>, with <scenarios> measured again on <date>, ...": a scenario list measured again replaces its own.
   const remeasured = `with ${again.join(', ')} measured again on `;
   const history = (earlier.startedAt ?? '?').split(', with ').map((part, i) => (i === 0 ? part : `with ${part}`));
@@ -89,7 +90,15 @@ function runLoad(t: Target, args: string[], timeoutS: number): Promise<Record<st
   // As one would type it: without the file the bench collects the output in.
   results.commands.push(`node ${script.replace(ROOT, '')} ${args.join(' ')}`);
   const argv = jsonFile ? [...args, '--quiet', '--json', jsonFile] : args;
-  return startLoad(`load-${t.name}`, script, argv, { logFile: `${RUN_DIR}/load-${t.name}.log`, timeoutS, jsonFile }).done;
+  const run = startLoad(`load-${t.name}`, script, argv, { logFile: `${RUN_DIR}/load-${t.name}.log`, timeoutS, jsonFile });
+  watchLoad(run.proc);
+  return run.done;
+}
+
+/** Every load generator is sampled under a name of its own that starts with "load", which the report sums. */
+let loads = 0;
+function watchLoad(proc: Proc): void {
+  sampler.watch(`load ${++loads}`, proc.child.pid!);
 }
 
 async function serverStats(t: Target): Promise<{ clients: number; heapUsed: number | undefined }> {
@@ -128,6 +137,7 @@ async function growFill(t: Target, clients: number, fills: Proc[], held: number,
   results.commands.push(`node ${args.join(' ').replaceAll(ROOT, '')}`);
   const load = start(`fill-${t.name}`, 'node', args, {}, `${RUN_DIR}/fill-${t.name}-${clients}.log`);
   fills.push(load);
+  watchLoad(load);
   await waitFor(`${clients} clients on ${t.name}`, async () => (await serverStats(t)).clients >= clients && (t.name === 'gateway' || load.stdout.includes('ready')), 120_000);
 }
 
@@ -421,7 +431,7 @@ try {
 } finally {
   sampler.close();
   await stopAll();
-  results.samples = sampler.samples;
+  results.samples.push(...sampler.samples);
   // A command run twice (each rate run, an earlier run kept by --only) is listed once.
   results.commands = [...new Set(results.commands)];
   // Figures at the top level, by name, so a reader (or CI) finds them without knowing the layout.
