@@ -24,9 +24,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
     'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
-    'churn while the machine still has some left (quick run of 2026-12-01 01:50 UTC: gateway 97%, 30 of it in the ' +
-    'kernel; wsload 63; Redis 14; machine 176 of 200); the bare peer\'s server sat at 64% there, held back by its ' +
-    'load generator at 99%. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
+    'churn while the machine still has some left (full run of 2026-12-01 01:34 UTC: gateway 98%, 32 of it in the ' +
+    'kernel; wsload 63; Redis 17; machine 180 of 200); the bare peer\'s server sat at 46% there, held back by its ' +
+    'load generator at 100%. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
     'announcements --per-client --tokens both`, /proc/<pid>/stat around the run): the node spends 171 µs per ' +
     'client in user space and 85 µs in the kernel, ~3,900 clients a second for a core; 6,000/s needs ≤ 167 µs. The ' +
     'kernel part is ~17 system calls per client (`strace -c -f -p <node>` for 3 s of the churn): 3 writevs (the ' +
@@ -40,36 +40,38 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'are part of it. Would close it: ~35% less per client on the node, which means a leaner upgrade than Node\'s ' +
     'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
     'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). The full run of 2026-12-01 ' +
-    '00:17 UTC and its churn measured again at 00:49: the gateway 3,560 and 4,704/s, the bare peer 1,829 and 6,258/s.',
+    '01:34 UTC: 4,018 and 4,146/s (the bare peer 3,919/s); earlier full runs 3,305-4,704/s.',
   churn_subscribe_vs_socketio:
     'Moves with the machine\'s phase: the three full runs of 2026-11-30 21:32-22:30 UTC, on the same code, read ' +
     '2.37×, 2.51× and 1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
     'client than Socket.IO (two JWTs, the REGISTER reply, a Redis route write), so a slow phase of the machine ' +
     'takes more of its rate; see churn_subscribe_per_s.',
   notify_person_per_s:
-    'The node is the limit: at ~100% of a core through the run (`top -d 3` beside `wsload notify http://… ' +
-    '--clients 1000 -c 100 -d 10` on a fresh node; wsload at ~50%), ~55 µs of CPU per notification. Two changes ' +
-    'this far: the Redis commands of a turn go out through one corked socket instead of ioredis\'s autopipelining ' +
-    '(broker/redis/connection.ts; 16,300-18,700/s by hand against 13,700-14,100/s), and a verified API token is ' +
-    'kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s SHA-256 cache key on every emit (~2.5 µs; ' +
-    '18,000-19,300/s by hand against 15,500-17,900/s, alternated three times). Profile (`--cpu-prof`, same ' +
-    'command): the write system calls ~20% (the HTTP answer, the NOTIFICATION frame, Redis), ioredis ~8%, ' +
-    'fastify\'s JSON body parser ~3% (secure-json-parse, kept: it guards against prototype poisoning), GC ~4%; no ' +
-    'single part of ours above 3%. The full runs read 16,600, 19,400, 20,079, 20,051, 17,809, 16,849, 19,958 and ' +
-    '12,734/s (the last three on this code); the bare ws peer, which does no protocol work, 10,581-14,288/s, so the ' +
-    'machine\'s phase moves both. The last run read 17,171/s with 18,000 clients connected a few minutes after its ' +
-    '12,734/s with 10,000 (`every_client_notify_person_per_s`). By hand, alternated three times with and without ' +
-    'the write coalescing below (`/tmp/person.sh`-style, fresh node each): 20,649, 17,708 and 13,568/s against ' +
-    '18,670, 19,415 and 16,056/s, the machine slowing through both. Writing a turn\'s frames per client in one system call (the change ' +
-    'that took broadcasts from ~170,000 to ~1,000,000/s) does not help here: each emit names another client',
+    'The node is the limit: ~93% of a core through the run ("Where the CPU went"; wsload ~50%), and what a ' +
+    'notification costs it moves with the machine, not with our state. Alternated by hand on fresh nodes on ' +
+    '2026-12-01 (60 s idle, or 40 s of churn on another node, then a fill of 9,000 and two `wsload notify ' +
+    'http://… --clients 1000 -c 100 -d 10`): idle first 17,776, 17,837, 16,984 and 17,249/s; churn first 16,942, ' +
+    '15,969, 20,230 and 22,169/s, while a fixed CPU loop took the same 1.1 s throughout; the full run of 01:34 ' +
+    'read 13,968 and 17,211/s (~60 µs of the node a notification), its every-client run 17,223/s, and the run of ' +
+    '00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
+    'socket instead of ioredis\'s autopipelining (broker/redis/connection.ts; 16,300-18,700/s by hand against ' +
+    '13,700-14,100/s), and a verified API token is kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s ' +
+    'SHA-256 cache key on every emit (~2.5 µs). Profile (`--cpu-prof`): the write system calls ~20% (the HTTP ' +
+    'answer, the NOTIFICATION frame, Redis), ioredis ~8%, fastify\'s JSON body parser ~3% (secure-json-parse, ' +
+    'kept: it guards against prototype poisoning), GC ~4%; no part of ours above 3%. Writing a turn\'s frames per ' +
+    'client in one system call (what took broadcasts to ~1,000,000/s) does not help here: each emit names another ' +
+    'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
+    'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'The three full runs of 2026-11-30 21:32-22:30 UTC, on the same code: 2.22×, 2.20× and 1.46× (the gateway ' +
-    '16,849, 19,958 and 12,734/s; Socket.IO 7,585, 9,080 and 8,713/s). See notify_person_per_s and churn_subscribe_vs_socketio.',
+    'Follows notify_person_per_s: Socket.IO moves less with the machine (its node is at ~75% of a core, its load ' +
+    'generator at ~88%). The full run of 2026-12-01 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before ' +
+    'it 2.22×, 2.20×, 1.46× and 2.47×.',
   paced_p99_ms:
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
-    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains, 1.66 ms in the full run: wsload\'s own ' +
+    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13 and 2.23 ms ' +
+    '(the last, of 2026-12-01 01:34 UTC, 1.52 ms with 18,000 connected minutes later): wsload\'s own ' +
     'collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores.',
   broadcast_1k_per_s:
@@ -87,7 +89,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'sockets at once. The JS (one frame encoded, a write per socket) is ~15% of it; a frame per recipient, so ' +
     'holding a turn\'s frames per client saves nothing here. The last client is told when its wsload process (three ' +
     'hold the 18,000, on the same 2 cores) reads it: in that run p50 154 ms and the slowest of the 10 broadcasts ' +
-    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs. GC is under 1.5 ms of a fan-out; ' +
+    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274 ms at 2026-12-01 01:34). GC is under 1.5 ms of a fan-out; ' +
     'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
     'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
     'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',

@@ -255,8 +255,8 @@ export function writeReport(r: Results, dir: string): void {
   const md = `# Benchmarks
 
 Produced by \`${r.quick ? 'make bench-quick' : 'make bench'}\` (\`bench/run.ts\`) on ${r.startedAt}. Every figure, with each load
-generator's full output and a sample a second of each process's RSS and CPU and Redis \`used_memory\`, is in
-[results.json](results.json).
+generator's full output and a sample a second of each process's RSS and CPU (user and kernel), the machine's CPU
+and Redis \`used_memory\`, is in [results.json](results.json).
 
 **Read with care:** the load generator (wsload for the gateway, \`bench/peer-load.ts\` for the peers) runs on the
 same ${cpus().length} cores as the server it measures, so every rate here is a floor set partly by the client side. The peers
