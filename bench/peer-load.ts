@@ -14,9 +14,10 @@
  * SIGINT/SIGTERM end a fill early. Every run is bounded by its hold or duration.
  */
 import http from 'node:http';
+import { connect as connectTcp } from 'node:net';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
-import WebSocket from 'ws';
+import { clientFrame, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
 import { BROADCAST_ID } from './peers/common.ts';
 
 type Kind = 'socketio' | 'bare';
@@ -26,15 +27,41 @@ const now = (): number => performance.timeOrigin + performance.now();
 /** As wsload does: past 5,000 sockets on one source address the kernel's port search grows costly. */
 const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
 
+/**
+ * A bare peer's client: WebSocket on a plain TCP socket, as wsload's clients are (loadgen's wire.ts). With a `ws`
+ * client the load generator was the limit of the bare peer's churn (a whole core, its server at ~46%), so the
+ * floor Node can reach read lower than it is. Resolves once the server has acknowledged the register.
+ */
 function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: number) => void): Promise<PeerClient> {
-  const socket = new WebSocket(`${url}/?token=t${i}`, { localAddress: sourceAddress(i), perMessageDeflate: false });
+  const { hostname, port } = new URL(url);
+  const tcp = connectTcp({ host: hostname, port: Number(port), localAddress: sourceAddress(i), noDelay: true });
+  let left: Promise<void> | undefined;
+  const close = (): Promise<void> => (left ??= new Promise((done) => {
+    if (tcp.closed) return done();
+    tcp.once('close', () => done());
+    tcp.write(closeFrame(1000));
+  }));
   return new Promise((resolve, reject) => {
-    socket.once('error', reject);
-    socket.once('open', () => socket.send(JSON.stringify({ register: recipientId })));
-    socket.once('message', () => {
-      socket.on('message', (data) => onSentAt((JSON.parse(String(data)) as { sentAt: number }).sentAt));
-      resolve({ close: () => new Promise((done) => { socket.once('close', () => done()); socket.close(); }) });
+    let registered = false;
+    const fail = (error: Error): void => { tcp.destroy(); reject(error); };
+    const reader = new WireReader({
+      refused: (status) => fail(new Error(`upgrade refused: HTTP ${status}`)),
+      upgraded: () => tcp.write(clientFrame(Opcode.TEXT, JSON.stringify({ register: recipientId }))),
+      message: (payload) => {
+        if (registered) return onSentAt((JSON.parse(payload.toString()) as { sentAt: number }).sentAt);
+        registered = true;
+        resolve({ close });
+      },
+      control: (opcode, payload) => {
+        if (opcode === Opcode.PING) tcp.write(clientFrame(Opcode.PONG, payload));
+        // The server's close answers ours (it then ends the connection), or starts one, which is echoed.
+        else if (opcode === Opcode.CLOSE && left === undefined) void close();
+      },
+      malformed: (reason) => fail(new Error(reason)),
     });
+    tcp.once('connect', () => tcp.write(upgradeRequest(`${url}/?token=t${i}`)));
+    tcp.on('data', (chunk: Buffer) => reader.push(chunk));
+    tcp.on('error', fail);
   });
 }
 

@@ -64,6 +64,8 @@ export function closeFrame(code: number): Buffer {
 export interface WireHandler {
   /** The server answered the upgrade other than 101 with the right accept: HTTP status, 0 if none could be read. */
   refused(status: number): void;
+  /** The server answered 101 with the right accept: frames may be sent (a client that waits for none). */
+  upgraded?(): void;
   /** A text or binary message; `payload` is only valid during the call. */
   message(payload: Buffer): void;
   /** A control frame: close, ping or pong. */
@@ -98,6 +100,7 @@ export class WireReader {
       if (headEnd < 0) return void (this.#pending = bytes);
       if (!this.#accepted(bytes.subarray(0, headEnd + 2))) return this.#handler.refused(statusOf(bytes));
       this.#upgraded = true;
+      this.#handler.upgraded?.();
       bytes = bytes.subarray(headEnd + HEAD_END.length);
     }
     let at = 0;
