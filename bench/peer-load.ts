@@ -24,7 +24,13 @@ type Kind = 'socketio' | 'bare';
 interface PeerClient { close(): Promise<void> }
 
 const now = (): number => performance.timeOrigin + performance.now();
-/** As wsload does: past 5,000 sockets on one source address the kernel's port search grows costly. */
+/**
+ * For clients held open, as wsload does: past 5,000 sockets on one source address the kernel's port search grows
+ * costly. Churn's clients leave at once and take no source address: bound before connect, a port must be free of
+ * every socket on that address, TIME_WAITs of an earlier fill included (the first churn after the memory levels
+ * spent ~12 s of its 20 almost wholly in the kernel and read half the second's rate), while connect alone needs only a
+ * free 4-tuple.
+ */
 const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
 
 /**
@@ -32,9 +38,9 @@ const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)
  * client the load generator was the limit of the bare peer's churn (a whole core, its server at ~46%), so the
  * floor Node can reach read lower than it is. Resolves once the server has acknowledged the register.
  */
-function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: number) => void): Promise<PeerClient> {
+function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: number) => void, localAddress: string | undefined): Promise<PeerClient> {
   const { hostname, port } = new URL(url);
-  const tcp = connectTcp({ host: hostname, port: Number(port), localAddress: sourceAddress(i), noDelay: true });
+  const tcp = connectTcp({ host: hostname, port: Number(port), localAddress, noDelay: true });
   let left: Promise<void> | undefined;
   const close = (): Promise<void> => (left ??= new Promise((done) => {
     if (tcp.closed) return done();
@@ -65,8 +71,8 @@ function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: 
   });
 }
 
-function connectSocketIo(url: string, i: number, recipientId: string, onSentAt: (t: number) => void): Promise<PeerClient> {
-  const socket: Socket = io(url, { transports: ['websocket'], query: { token: `t${i}` }, reconnection: false, forceNew: true, localAddress: sourceAddress(i) } as never);
+function connectSocketIo(url: string, i: number, recipientId: string, onSentAt: (t: number) => void, localAddress: string | undefined): Promise<PeerClient> {
+  const socket: Socket = io(url, { transports: ['websocket'], query: { token: `t${i}` }, reconnection: false, forceNew: true, localAddress } as never);
   return new Promise((resolve, reject) => {
     socket.once('connect_error', reject);
     socket.once('connect', () => {
@@ -76,17 +82,18 @@ function connectSocketIo(url: string, i: number, recipientId: string, onSentAt: 
   });
 }
 
-/** Client i, registered as recipient i or, as a broadcast's listener, as BROADCAST_ID. */
-const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void, broadcast = false): Promise<PeerClient> => {
+/** Client i, registered as recipient i or, as a broadcast's listener, as BROADCAST_ID; held clients get a source address. */
+const connect = (kind: Kind, url: string, i: number, onSentAt: (t: number) => void, { broadcast = false, held = false } = {}): Promise<PeerClient> => {
   const recipientId = broadcast ? BROADCAST_ID : String(i);
-  return kind === 'bare' ? connectBare(url, i, recipientId, onSentAt) : connectSocketIo(url, i, recipientId, onSentAt);
+  const localAddress = held ? sourceAddress(i) : undefined;
+  return kind === 'bare' ? connectBare(url, i, recipientId, onSentAt, localAddress) : connectSocketIo(url, i, recipientId, onSentAt, localAddress);
 };
 
 /** N clients (indexes first .. first + N - 1), 100 connecting at a time. */
 async function connectMany(kind: Kind, url: string, n: number, onSentAt: (t: number) => void, first = 0, broadcast = false): Promise<PeerClient[]> {
   const clients: PeerClient[] = [];
   for (let next = 0; next < n; ) {
-    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, first + next + k, onSentAt, broadcast));
+    const batch = Array.from({ length: Math.min(100, n - next) }, (_, k) => connect(kind, url, first + next + k, onSentAt, { broadcast, held: true }));
     next += batch.length;
     clients.push(...(await Promise.all(batch)));
   }
