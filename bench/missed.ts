@@ -24,9 +24,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
     'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
-    'churn while the machine still has some left (full run of 2026-12-01 01:34 UTC: gateway 98%, 32 of it in the ' +
-    'kernel; wsload 63; Redis 17; machine 180 of 200); the bare peer\'s server sat at 46% there, held back by its ' +
-    'load generator at 100%. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
+    'churn while the machine still has some left (full run of 2026-12-01 02:45 UTC: gateway 98%, 32 of it in the ' +
+    'kernel; wsload 63; Redis 16; machine 178 of 200). The bare peer, driven by the same wire clients, churns ' +
+    '9,030/s with its server at 92%: the gap is our protocol work per client. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
     'announcements --per-client --tokens both`, /proc/<pid>/stat around the run): the node spends 171 µs per ' +
     'client in user space and 85 µs in the kernel, ~3,900 clients a second for a core; 6,000/s needs ≤ 167 µs. The ' +
     'kernel part is ~17 system calls per client (`strace -c -f -p <node>` for 3 s of the churn): 3 writevs (the ' +
@@ -36,24 +36,27 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ioredis ~4%, ours ~10%, GC ~3%. wsload\'s clients are plain TCP sockets speaking WebSocket (loadgen/src/' +
     'wire.ts): 79 µs user + 90 µs kernel per client. Person tokens kept by their text, the bucket bit no longer ' +
     'cleared and set again (+4-13%) and the Redis commands of a turn in one write each took a little; the same ' +
-    'churn on one shared route reaches ~6,250/s (the can-connect no-code run), so the two Redis scripts per client ' +
-    'are part of it. Would close it: ~35% less per client on the node, which means a leaner upgrade than Node\'s ' +
+    'churn on one shared route (the can-connect no-code run: no Redis write per client) reads 4,700-6,250/s, so the ' +
+    'two Redis scripts per client are part of it. Would close it: ~35% less per client on the node, which means a leaner upgrade than Node\'s ' +
     'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
     'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). The full run of 2026-12-01 ' +
-    '01:34 UTC: 4,018 and 4,146/s (the bare peer 3,919/s); earlier full runs 3,305-4,704/s.',
+    '02:45 UTC: 4,101 and 3,959/s; earlier full runs 3,305-4,704/s.',
   churn_subscribe_vs_socketio:
-    'Moves with the machine\'s phase: the three full runs of 2026-11-30 21:32-22:30 UTC, on the same code, read ' +
-    '2.37×, 2.51× and 1.73× (the gateway 4,344, 4,538 and 3,305/s; Socket.IO 1,835, 1,811 and 1,915/s). The gateway does more per ' +
-    'client than Socket.IO (two JWTs, the REGISTER reply, a Redis route write), so a slow phase of the machine ' +
-    'takes more of its rate; see churn_subscribe_per_s.',
+    'The full run of 2026-12-01 02:45 UTC: 1.78× (4,030 against 2,266/s). The full runs before it read 1.73-2.51×, ' +
+    'but there Socket.IO\'s first churn ran at half speed: peer-load bound each churn client to a source address ' +
+    'that the memory levels\' fills had just left TIME_WAITs on, and its load generator spent ~12 s of the 20 in ' +
+    'the kernel finding ports (sampled: 100% of a core, ~95% system). peer-load\'s churn now takes no source ' +
+    'address, as wsload\'s never did, and its two runs agree (2,324 and 2,209/s). Socket.IO\'s rate is held by its ' +
+    'own client (socket.io-client at 100% of a core, the server at 66%), which is what its users run. Closing it is ' +
+    'closing churn_subscribe_per_s.',
   notify_person_per_s:
-    'The node is the limit: ~93% of a core through the run ("Where the CPU went"; wsload ~50%), and what a ' +
+    'The node is the limit: 93-96% of a core through the run ("Where the CPU went"; wsload ~50%), and what a ' +
     'notification costs it moves with the machine, not with our state. Alternated by hand on fresh nodes on ' +
     '2026-12-01 (60 s idle, or 40 s of churn on another node, then a fill of 9,000 and two `wsload notify ' +
     'http://… --clients 1000 -c 100 -d 10`): idle first 17,776, 17,837, 16,984 and 17,249/s; churn first 16,942, ' +
     '15,969, 20,230 and 22,169/s, while a fixed CPU loop took the same 1.1 s throughout; the full run of 01:34 ' +
-    'read 13,968 and 17,211/s (~60 µs of the node a notification), its every-client run 17,223/s, and the run of ' +
-    '00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
+    'read 13,968 and 17,211/s (~60 µs of the node a notification), those of 02:16 and 02:45 18,493, 18,798, 16,757 ' +
+    'and 19,230/s (~52 µs), and the run of 00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
     'socket instead of ioredis\'s autopipelining (broker/redis/connection.ts; 16,300-18,700/s by hand against ' +
     '13,700-14,100/s), and a verified API token is kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s ' +
     'SHA-256 cache key on every emit (~2.5 µs). Profile (`--cpu-prof`): the write system calls ~20% (the HTTP ' +
@@ -70,8 +73,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
-    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13 and 2.23 ms ' +
-    '(the last, of 2026-12-01 01:34 UTC, 1.52 ms with 18,000 connected minutes later): wsload\'s own ' +
+    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13, 2.23, 1.59 and ' +
+    '2.37 ms (the last, of 2026-12-01 02:45 UTC, 2.92 and 1.81 ms in its two runs): wsload\'s own ' +
     'collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores.',
   broadcast_1k_per_s:
@@ -89,7 +92,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'sockets at once. The JS (one frame encoded, a write per socket) is ~15% of it; a frame per recipient, so ' +
     'holding a turn\'s frames per client saves nothing here. The last client is told when its wsload process (three ' +
     'hold the 18,000, on the same 2 cores) reads it: in that run p50 154 ms and the slowest of the 10 broadcasts ' +
-    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274 ms at 2026-12-01 01:34). GC is under 1.5 ms of a fan-out; ' +
+    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274, 273 and 264 ms in the three of 2026-12-01 01:34-02:45). GC is under 1.5 ms of a fan-out; ' +
     'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
     'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
     'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',
