@@ -124,9 +124,11 @@ function familyUsage(pid: number): Ticks & { rssKb: number } {
   return usage;
 }
 
-/** A process over the last second: its RSS, and its CPU (100 = one core), of which `sysPct` in the kernel. */
-export interface ProcSample { rssKb: number; cpuPct: number; sysPct: number }
-export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: { cpuPct: number; sysPct: number } }
+/** CPU over the last second, 100 = one core, of which `sysPct` in the kernel. */
+export interface CpuShare { cpuPct: number; sysPct: number }
+/** A process over the last second: its RSS and its CPU. */
+export interface ProcSample extends CpuShare { rssKb: number }
+export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: CpuShare }
 
 /** The whole machine's CPU ticks from /proc/stat, busy (not idle or waiting for I/O) and in the kernel (system, irq, softirq). */
 function machineTicks(): { total: number; busy: number; sys: number } {

@@ -4,7 +4,7 @@ import { cpus, totalmem } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { lineChart } from './chart.ts';
 import { WHY_MISSED } from './missed.ts';
-import { GATEWAY_NODE_ARGS, type Sample } from './procs.ts';
+import { GATEWAY_NODE_ARGS, type CpuShare, type Sample } from './procs.ts';
 
 export interface Level { clients: number; rssKb: number; heapUsed?: number; redisUsedMemory: number; slabKb?: number }
 export interface Results {
@@ -190,30 +190,31 @@ function machine(): string {
   return `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GB, Node.js ${process.version}, redis-server ${redis}, linux; loopback only`;
 }
 
+const IDLE: CpuShare = { cpuPct: 0, sysPct: 0 };
+
 /**
  * Where the CPU went in each load phase (not the memory levels or fills), as the mean of the phase's samples:
  * the server, its Redis, the load generators (all of them, fills included), and the whole machine, each as
  * "% of a core (of which in the kernel)". The machine's cores are the ceiling every rate here meets.
  */
-type Cpu = { cpuPct: number; sysPct: number };
-
 function cpuTable(r: Results): string {
   const phases = new Map<string, Sample[]>();
   for (const sample of r.samples) {
-    const [target] = sample.phase.split(' ');
-    if (!sample.machine || !sample.procs[target!] || / (memory|fill)\b/.test(sample.phase)) continue;
-    phases.set(sample.phase, [...(phases.get(sample.phase) ?? []), sample]);
+    const target = sample.phase.split(' ')[0]!;
+    if (!sample.machine || !sample.procs[target] || / (memory|fill)\b/.test(sample.phase)) continue;
+    const samples = phases.get(sample.phase);
+    if (samples) samples.push(sample);
+    else phases.set(sample.phase, [sample]);
   }
-  const mean = (samples: Sample[], pick: (s: Sample) => Cpu): string => {
-    const average = (of: (cpu: Cpu) => number): number => Math.round(samples.reduce((total, s) => total + of(pick(s)), 0) / samples.length);
+  const mean = (samples: Sample[], pick: (s: Sample) => CpuShare): string => {
+    const average = (of: (cpu: CpuShare) => number): number => Math.round(samples.reduce((total, s) => total + of(pick(s)), 0) / samples.length);
     return `${average((cpu) => cpu.cpuPct)} (${average((cpu) => cpu.sysPct)})`;
   };
-  const sum = (procs: Array<Cpu | undefined>): Cpu =>
-    procs.reduce<Cpu>((all, p) => ({ cpuPct: all.cpuPct + (p?.cpuPct ?? 0), sysPct: all.sysPct + (p?.sysPct ?? 0) }), { cpuPct: 0, sysPct: 0 });
-  const loads = (s: Sample): Cpu => sum(Object.entries(s.procs).filter(([name]) => name.startsWith('load')).map(([, p]) => p));
+  const loads = (s: Sample): CpuShare => Object.entries(s.procs).filter(([name]) => name.startsWith('load'))
+    .reduce((all, [, p]) => ({ cpuPct: all.cpuPct + p.cpuPct, sysPct: all.sysPct + p.sysPct }), IDLE);
   const rows = [...phases].map(([phase, samples]) => {
     const target = phase.split(' ')[0]!;
-    const cells = [(s: Sample) => s.procs[target]!, (s: Sample) => sum([s.procs[`redis(${target})`]]), loads, (s: Sample) => s.machine!];
+    const cells = [(s: Sample) => s.procs[target]!, (s: Sample) => s.procs[`redis(${target})`] ?? IDLE, loads, (s: Sample) => s.machine!];
     return `| ${phase} | ${samples.length} | ${cells.map((pick) => mean(samples, pick)).join(' | ')} |`;
   });
   return [`| phase | samples | server | its Redis | load generators | machine (of ${cpus().length * 100}) |`, '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');

@@ -60,11 +60,13 @@ function keepEarlierRun(): void {
   if (earlier.reconnect) results.reconnect = { ...earlier.reconnect };
   // A scenario measured again replaces its earlier runs, also those it no longer makes (a changed design).
   const again = [...ONLY!];
+  // Runs are keyed, and samples tagged, "<target> <phase words...>": one that names a scenario measured again goes.
+  const measuredAgain = (label: string): boolean => again.some((name) => label.split(' ').includes(name));
   for (const [key, run] of Object.entries(earlier.runs ?? {})) {
-    if (!again.some((name) => key.split(' ').includes(name))) results.runs[key] = run;
+    if (!measuredAgain(key)) results.runs[key] = run;
   }
   results.commands.push(...(earlier.commands ?? []));
-  results.samples.push(...(earlier.samples ?? []).filter((sample) => !again.some((name) => sample.phase.split(' ').includes(name))));
+  results.samples.push(...(earlier.samples ?? []).filter((sample) => !measuredAgain(sample.phase)));
   // "<full run>, with <scenarios> measured again on <date>, ...": a scenario list measured again replaces its own.
   const remeasured = `with ${again.join(', ')} measured again on `;
   const history = (earlier.startedAt ?? '?').split(', with ').map((part, i) => (i === 0 ? part : `with ${part}`));

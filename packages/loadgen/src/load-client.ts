@@ -33,11 +33,11 @@ const PROTOCOL_ERROR = 1002;
 /** How long the server has to end the connection after the close frames, as ws's closeTimeout. */
 const CLOSE_TIMEOUT_MS = 30_000;
 
-/** `performance.now()` instants; 0 until the phase happened. */
 /** A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). */
 export class LoadClient implements WireHandler {
   readonly index: number;
   readonly plan: ClientPlan;
+  /** `performance.now()` instants; 0 until the phase happened. */
   startAt = 0;
   tcpAt = 0;
   connectedAt = 0;

@@ -26,6 +26,7 @@ function recorder(): { handler: WireHandler; seen: string[] } {
   const seen: string[] = [];
   const handler: WireHandler = {
     refused: (status) => seen.push(`refused ${status}`),
+    upgraded: () => seen.push('upgraded'),
     message: (payload) => seen.push(`message ${payload.length} ${payload.toString().slice(0, 12)}`),
     control: (opcode, payload) => seen.push(`control ${opcode} ${payload.toString('hex')}`),
     malformed: (reason) => seen.push(`malformed ${reason}`),
@@ -49,7 +50,7 @@ test('the 101 and the frames after it are read the same whole, in one chunk, or 
     serverFrame(Opcode.PING, 'hi'),
     serverFrame(Opcode.CLOSE, Buffer.from([0x03, 0xe9])),
   ]);
-  const expected = ['message 20 {"type":"CON', `message 300 ${'x'.repeat(12)}`, 'control 9 6869', 'control 8 03e9'];
+  const expected = ['upgraded', 'message 20 {"type":"CON', `message 300 ${'x'.repeat(12)}`, 'control 9 6869', 'control 8 03e9'];
   const whole = recorder();
   new WireReader(whole.handler).push(bytes);
   assert.deepEqual(whole.seen, expected);
@@ -75,7 +76,7 @@ test('a masked or fragmented server frame ends the reading', () => {
   ] as const) {
     const { handler, seen } = recorder();
     new WireReader(handler).push(Buffer.concat([Buffer.from(UPGRADED), frame, serverFrame(Opcode.TEXT, 'after')]));
-    assert.deepEqual(seen, [`malformed ${reason}`]);
+    assert.deepEqual(seen, ['upgraded', `malformed ${reason}`]);
   }
 });
 
