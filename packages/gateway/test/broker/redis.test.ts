@@ -238,6 +238,38 @@ describe('on one redis-server', () => {
     await node.close();
   });
 
+  test('a route that comes back before its removal is written costs no command and stays routable', async () => {
+    const prefix = `back${randomBytes(3).toString('hex')}`;
+    const node = broker({ target: { url: redis.url }, nodeId: 'returning', observer: watcher().observer, keyPrefix: prefix });
+    const got = inbox();
+    await node.start(got.handler);
+    const route = routeOf('order-updates', { recipientId: 'back' });
+    await node.addRoute(route);
+    const before = await commandCalls(redis);
+    const removed = node.removeRoute(route);
+    await node.addRoute(route);
+    await removed;
+    assert.equal((await sentSince(redis, before)).get('evalsha'), undefined);
+    assert.equal(await node.publish('order-updates', { recipientId: 'back' }), 1);
+    assert.deepEqual(await got.next(), { recipientId: 'back' });
+    await node.close();
+  });
+
+  test('removals close together leave in one batch, and each is written once its promise settles', async () => {
+    const prefix = `batch${randomBytes(3).toString('hex')}`;
+    const node = broker({ target: { url: redis.url }, nodeId: 'batcher', observer: watcher().observer, keyPrefix: prefix });
+    await node.start(() => {});
+    const routes = Array.from({ length: 30 }, (_, i) => routeOf('order-updates', { recipientId: `b${i}` }));
+    await Promise.all(routes.map((route) => node.addRoute(route)));
+    const before = await commandCalls(redis);
+    const removals = routes.map((route) => node.removeRoute(route));
+    assert.equal(new Set(removals).size, 1, 'one promise for the batch');
+    await removals[0];
+    assert.equal((await sentSince(redis, before)).get('evalsha'), 30);
+    assert.equal(await node.publish('order-updates', { recipientId: 'b7' }), 0);
+    await node.close();
+  });
+
   test('a node whose routes all left keeps no bucket key and no bitmap', async () => {
     const prefix = `left${randomBytes(3).toString('hex')}`;
     const node = broker({ target: { url: redis.url }, nodeId: 'emptied', observer: watcher().observer, keyPrefix: prefix });

@@ -14,6 +14,14 @@ import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
 import { ShapeIndex } from './shapes.ts';
 
+/**
+ * How long a route whose last subscriber left waits before its removal is written. Removals have no one waiting
+ * for them, so those of this window leave together: at one route per client, a churn's removals were otherwise
+ * one command per turn of the event loop (~35 µs of the node each, against ~7 in a batch). A route that comes
+ * back within the window costs no write at all. Meanwhile an emit for it may reach this node for nothing.
+ */
+const REMOVAL_DELAY_MS = 10;
+
 export interface RedisBrokerOptions {
   target: RedisTarget;
   nodeId: string;
@@ -36,6 +44,12 @@ export class RedisBroker implements Broker {
   /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
   readonly #shapesSeen = new Map<string, string[]>();
   readonly #lease: Lease;
+  /** Each route's add while it is being written, for a route that comes back before its removal was written. */
+  readonly #adding = new Map<string, Promise<void>>();
+  /** Routes whose removal waits for the next batch (still in #routes and held in #shapes until written). */
+  readonly #leaving = new Map<string, Route>();
+  #removals: PromiseWithResolvers<void> | undefined;
+  #removalTimer: NodeJS.Timeout | undefined;
   #onDelivery: DeliveryHandler = () => {};
   #closed = false;
 
@@ -81,26 +95,33 @@ export class RedisBroker implements Broker {
     await this.#lease.start();
   }
 
-  async addRoute(route: Route): Promise<void> {
+  addRoute(route: Route): Promise<void> {
+    // Its removal was not written yet: Redis holds the route still, or will once its add is written.
+    if (this.#leaving.delete(route.key)) return this.#adding.get(route.key) ?? Promise.resolve();
     this.#routes.set(route.key, route);
     const firstOfShape = this.#shapes.hold(route);
-    await this.#write(() =>
+    const added = this.#write(() =>
       Promise.all([
         this.#registry.add(route.key),
         firstOfShape ? this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
       ]),
     );
+    this.#adding.set(route.key, added);
+    void added.then(() => {
+      if (this.#adding.get(route.key) === added) this.#adding.delete(route.key);
+    });
+    return added;
   }
 
-  async removeRoute(route: Route): Promise<void> {
-    if (!this.#routes.delete(route.key) || this.#closed) return;
-    const lastOfShape = this.#shapes.release(route);
-    await this.#write(() =>
-      Promise.all([
-        this.#registry.remove(route.key, this.#routes.size === 0),
-        lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
-      ]),
-    );
+  /** Written with the other removals of REMOVAL_DELAY_MS; settles once they are. */
+  removeRoute(route: Route): Promise<void> {
+    if (this.#closed || !this.#routes.has(route.key)) return Promise.resolve();
+    this.#leaving.set(route.key, route);
+    if (!this.#removals) {
+      this.#removals = Promise.withResolvers<void>();
+      this.#removalTimer = setTimeout(() => this.#removeLeaving(), REMOVAL_DELAY_MS);
+    }
+    return this.#removals.promise;
   }
 
   /**
@@ -152,6 +173,10 @@ export class RedisBroker implements Broker {
     if (this.#closed) return;
     this.#closed = true;
     this.#lease.stop();
+    // The lease's removal below takes the waiting routes with the others.
+    clearTimeout(this.#removalTimer);
+    this.#leaving.clear();
+    this.#removals?.resolve();
     try {
       await this.#lease.remove(this.nodeId, this.#registry.heldBuckets(), [...this.#routes.keys()]);
     } catch (error) {
@@ -166,6 +191,25 @@ export class RedisBroker implements Broker {
     if (newline < 0) return;
     const event = message.toString('utf8', 0, newline);
     this.#onDelivery(event, JSON.parse(message.toString('utf8', newline + 1)) as Record<string, unknown>);
+  }
+
+  #removeLeaving(): void {
+    const removals = this.#removals!;
+    const leaving = [...this.#leaving.values()];
+    this.#leaving.clear();
+    this.#removals = undefined;
+    void Promise.all(leaving.map((route) => this.#remove(route))).then(() => removals.resolve());
+  }
+
+  #remove(route: Route): Promise<void> {
+    this.#routes.delete(route.key);
+    const lastOfShape = this.#shapes.release(route);
+    return this.#write(() =>
+      Promise.all([
+        this.#registry.remove(route.key, this.#routes.size === 0),
+        lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
+      ]),
+    );
   }
 
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
