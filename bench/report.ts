@@ -169,6 +169,17 @@ function connectedTable(r: Results, connected: number, every: number): string {
   return [`| clients connected | ${head} |`, `|---|${TARGETS.map(() => '---:|---:').join('|')}|`, ...rows].join('\n');
 }
 
+/** Each of the 18k broadcasts' last one told (wsload's per-emit tallies), or nothing for a run without them. */
+function broadcastsLine(r: Results): string {
+  const run = r.runs['gateway broadcast-18k'] as { perEmit?: { each: Array<{ told: number; lastMs: number }> } } | undefined;
+  const each = run?.perEmit?.each;
+  if (!each || each.length === 0) return '';
+  const lasts = each.map(({ lastMs }) => Math.round(lastMs).toLocaleString('en-US')).join(', ');
+  return `\nOne broadcast a second to every client (${each[0]!.told.toLocaleString('en-US')} told by each), ten of them: the last one told ${lasts} ms
+in the order sent; the median broadcast ${fmt(r.figures.broadcast_18k_last_p50_ms)} ms, the slowest (\`broadcast_18k_last_ms\`, the figure) ${fmt(r.figures.broadcast_18k_last_ms)} ms.
+`;
+}
+
 /** Delivery latency by percentile: the paced runs of every target, and the gateway's one-person emits during the 18k broadcast. */
 function latencySeries(r: Results): Array<{ name: string; points: Array<[number, number]> }> {
   const delivery = (key: string): Record<string, number> | undefined =>
@@ -298,7 +309,7 @@ ${r.quick ? '2,000' : '10,000'} clients connected: the others are a fill, idle, 
 ${r.quick ? '' : `The same runs once more with every client connected (18,000; one run each, no target):
 
 ${connectedTable(r, 10_000, 18_000)}
-`}
+`}${broadcastsLine(r)}
 ${back.length > 0 ? failoverSection(r) : ''}
 ## Where the CPU went
 

@@ -2,6 +2,7 @@
  * A pool of clients held open in this process: started at a steady rate, then kept until closed, counting
  * the notifications they receive. Past one process's open files, `WorkerPools` runs several of these.
  */
+import { EmitTallies } from './emit-tallies.ts';
 import { Histogram } from './histogram.ts';
 import { clockMs, sentAtOf } from './frames.ts';
 import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
@@ -22,6 +23,8 @@ export interface PoolSpec {
   timeoutMs: number;
   /** Bring dropped clients back (--reconnect); undefined: a dropped client stays gone. */
   reconnect: ReconnectPolicy | undefined;
+  /** Tally notifications per emit (paced broadcasts: each one's last told); see emit-tallies.ts. */
+  tallyEmits: boolean;
 }
 
 /**
@@ -53,6 +56,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   readonly #clients: LoadClient[] = [];
   readonly #phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
   #delivery = new Histogram();
+  #emits: EmitTallies | undefined;
   #failures: Record<string, number> = {};
   #connected = 0;
   #ready = 0;
@@ -73,6 +77,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
 
   constructor(spec: PoolSpec) {
     this.#spec = spec;
+    if (spec.tallyEmits) this.#emits = new EmitTallies();
     this.#reconnector = spec.reconnect && new Reconnector(spec.reconnect, this, (index) => this.#clientOptions(index));
   }
 
@@ -158,6 +163,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     if (sentAt === sentAt) {
       this.#timed++;
       this.#delivery.record(now - sentAt);
+      this.#emits?.record(sentAt, now - sentAt);
     }
   }
 
@@ -175,6 +181,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
       received: this.#received,
       timed: this.#timed,
       delivery: this.#delivery.toData(),
+      emits: this.#emits?.toData() ?? [],
       lastReceivedAt: this.#lastReceivedAt,
       back: this.#back,
       retryFailures: { ...this.#retryFailures },
@@ -198,6 +205,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
 
   async resetDelivery(): Promise<void> {
     this.#delivery = new Histogram();
+    if (this.#emits) this.#emits = new EmitTallies();
     this.#received = 0;
     this.#timed = 0;
     this.#lastReceivedAt = 0;

@@ -4,6 +4,7 @@
  * bench suite to collect.
  */
 import { writeFileSync } from 'node:fs';
+import type { PerEmitFigures } from './emit-tallies.ts';
 import type { LatencySummary } from './histogram.ts';
 import { describeMachine, machine, type Machine } from './machine.ts';
 import type { CommonOptions } from './options.ts';
@@ -27,6 +28,8 @@ export interface RunReport {
   latency: Record<string, LatencySummary>;
   /** Per-second samples taken while running. */
   perSecond: Record<string, RateSummary>;
+  /** Paced broadcasts (notify --broadcast -R): each one's last told. */
+  perEmit?: PerEmitFigures;
   /** With --reconnect: drops, returns, when the last one was back, clients over time. */
   reconnect?: ReconnectFigures;
   /** When the held clients were let go, all at once (ISO, fill, listen, notify): what the node does after is timed from here. */

@@ -2,6 +2,7 @@
  * What a group of clients has done so far, as plain data: a pool in this process and pools in worker
  * processes report the same shape, and the parent adds them up.
  */
+import { EmitTallies, type EmitTallyData } from './emit-tallies.ts';
 import { Histogram, type HistogramData } from './histogram.ts';
 import { Timeline, type TimelineData } from './timeline.ts';
 
@@ -29,6 +30,8 @@ export interface PoolSnapshot {
   timed: number;
   /** now − sentAt at arrival. */
   delivery: HistogramData;
+  /** Per emit, when the pools tally them (PoolSpec.tallyEmits); else empty. */
+  emits: EmitTallyData;
   /** Epoch ms (clockMs) of the last NOTIFICATION, 0 before any. */
   lastReceivedAt: number;
   /** With --reconnect: dropped clients connected and registered again (each return counts). */
@@ -61,6 +64,7 @@ export function emptySnapshot(): PoolSnapshot {
     received: 0,
     timed: 0,
     delivery: empty,
+    emits: [],
     lastReceivedAt: 0,
     back: 0,
     retryFailures: {},
@@ -84,6 +88,7 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
   const total = emptySnapshot();
   const phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
   const delivery = new Histogram();
+  const emits = new EmitTallies();
   const away = new Histogram();
   const level = new Timeline();
   let recipients: Record<string, number> | undefined;
@@ -98,6 +103,7 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
     addCounts(total.failures, one.failures);
     for (const phase of PHASES) phases[phase].add(one.phases[phase]);
     delivery.add(one.delivery);
+    emits.add(one.emits);
     total.firstStartAt = earliest(total.firstStartAt, one.firstStartAt);
     total.lastReadyAt = Math.max(total.lastReadyAt, one.lastReadyAt);
     total.lastReceivedAt = Math.max(total.lastReceivedAt, one.lastReceivedAt);
@@ -111,6 +117,7 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
   }
   for (const phase of PHASES) total.phases[phase] = phases[phase].toData();
   total.delivery = delivery.toData();
+  total.emits = emits.toData();
   total.away = away.toData();
   total.level = level.toData();
   if (recipients) total.recipients = recipients;

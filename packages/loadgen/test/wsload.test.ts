@@ -99,6 +99,17 @@ test('notify --broadcast to 20 listeners: each emit reaches all 20', async () =>
   assert.equal(counts.missing, 0);
 });
 
+test('notify --broadcast paced: each broadcast reported with the listeners it told and its last one told', async () => {
+  const report = await run(['notify', http, '--clients', '20', '-c', '1', '-R', '4', '-d', '1', '--broadcast']);
+  assertSane(report, 'notify');
+  const perEmit = report.perEmit!;
+  assert.equal(perEmit.emits, report.counts.emitsOk);
+  assert.deepEqual(perEmit.each.map(({ told }) => told), perEmit.each.map(() => 20));
+  const lasts = perEmit.each.map(({ lastMs }) => lastMs);
+  assert.equal(Math.max(...lasts), report.latency.delivery!.max, 'the slowest broadcast holds the slowest delivery');
+  assert.equal(perEmit.lastTold.count, perEmit.emits);
+});
+
 async function until(condition: () => Promise<boolean>): Promise<void> {
   while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
 }

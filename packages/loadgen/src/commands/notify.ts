@@ -16,6 +16,7 @@ import type { NotifyOptions } from '../options.ts';
 import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
+import { EmitTallies } from '../emit-tallies.ts';
 import { addReconnect } from '../reconnect.ts';
 import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
@@ -78,7 +79,9 @@ function emitter(options: NotifyOptions, apiToken: string, audience: Audience, d
 export async function notify(options: NotifyOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
   const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect }, options.perWorker);
+  // Paced broadcasts are told apart at the listeners, so that each one's last told can be reported.
+  const tallyEmits = options.broadcast && options.rate !== undefined;
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();
@@ -160,6 +163,15 @@ function result(
     perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
     leftAt,
   };
+  if (final.emits.length > 0) addPerEmit(body, summary, final);
   if (options.reconnect) addReconnect(body, summary, final);
   return { body, summary };
+}
+
+function addPerEmit(body: ReportBody, summary: string[], final: PoolSnapshot): void {
+  const perEmit = EmitTallies.merge([final.emits]).summary();
+  body.perEmit = perEmit;
+  summary.push(
+    `per broadcast (${count(perEmit.emits)}), the last one told: p50 ${perEmit.lastTold.p50} ms, slowest ${perEmit.lastTold.max} ms`,
+  );
 }
