@@ -33,6 +33,9 @@ const now = (): number => performance.timeOrigin + performance.now();
  */
 const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
 
+/** How long a bare client waits for the server to end the connection after the close frames. */
+const CLOSE_TIMEOUT_MS = 30_000;
+
 /**
  * A bare peer's client: WebSocket on a plain TCP socket, as wsload's clients are (loadgen's wire.ts). With a `ws`
  * client the load generator was the limit of the bare peer's churn (a whole core, its server at ~46%), so the
@@ -46,6 +49,8 @@ function connectBare(url: string, i: number, recipientId: string, onSentAt: (t: 
     if (tcp.closed) return done();
     tcp.once('close', () => done());
     tcp.write(closeFrame(1000));
+    // As wsload's clients (and ws's closeTimeout): a server that never ends the connection does not hold the run.
+    setTimeout(() => tcp.destroy(), CLOSE_TIMEOUT_MS).unref();
   }));
   return new Promise((resolve, reject) => {
     let registered = false;
