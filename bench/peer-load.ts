@@ -5,7 +5,7 @@
  * wsload's --json report (counts, rates, latency.delivery) so that the bench reads both alike.
  *
  *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--first I] [--hold S]   prints "ready N" once all registered
- *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10]            connect, register (acked), close
+ *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10] [-w 0]          connect, register (acked), close
  *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [-R RATE] [--broadcast]
  *
  * Client i registers recipientId i, as wsload's `--register announcements --per-client` does; the listeners of a
@@ -115,22 +115,24 @@ async function fill(kind: Kind, url: string, n: number, holdS: number, first: nu
   process.exit(0); // the sockets go with the process: no close handshakes to wait for
 }
 
-async function churn(kind: Kind, url: string, c: number, durationS: number): Promise<void> {
-  const end = performance.now() + durationS * 1000;
+/** As wsload's churn: cycles started during the warm-up (`warmupS`) are not counted. */
+async function churn(kind: Kind, url: string, c: number, durationS: number, warmupS: number): Promise<void> {
+  const measureFrom = performance.now() + warmupS * 1000;
+  const end = measureFrom + durationS * 1000;
   let completed = 0;
   let failed = 0;
   let next = 0;
   const loop = async (): Promise<void> => {
     while (performance.now() < end) {
+      const counted = performance.now() >= measureFrom;
       try {
         await (await connect(kind, url, next++ % 1_000_000, () => {})).close();
-        completed++;
-      } catch { failed++; }
+        if (counted) completed++;
+      } catch { if (counted) failed++; }
     }
   };
-  const start = performance.now();
   await Promise.all(Array.from({ length: c }, loop));
-  const seconds = (performance.now() - start) / 1000;
+  const seconds = (performance.now() - measureFrom) / 1000;
   console.log(JSON.stringify({ command: 'churn', kind, counts: { cycles: completed, failed }, rates: { clientsPerSecond: completed / seconds } }));
   process.exit(0);
 }
@@ -188,12 +190,12 @@ async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcas
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, rate: { type: 'string', short: 'R' }, broadcast: { type: 'boolean', default: false } },
+  options: { clients: { type: 'string', short: 'n' }, first: { type: 'string', default: '0' }, hold: { type: 'string', default: '600' }, connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, warmup: { type: 'string', short: 'w', default: '0' }, rate: { type: 'string', short: 'R' }, broadcast: { type: 'boolean', default: false } },
 });
 const [command, kind, url] = positionals as [string, Kind, string];
 if (!['socketio', 'bare'].includes(kind) || !url) throw new Error('usage: peer-load.ts fill|churn|notify socketio|bare <url> ...');
 if (command === 'fill') await fill(kind, url, Number(values.clients), Number(values.hold), Number(values.first));
-else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration));
+else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration), Number(values.warmup));
 else if (command === 'notify') {
   const rate = values.rate === undefined ? undefined : Number(values.rate);
   await notify(kind, url, { n: Number(values.clients ?? 1000), c: Number(values.connections), durationS: Number(values.duration), rate, broadcast: values.broadcast === true });
