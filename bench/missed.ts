@@ -41,12 +41,13 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
     'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). Route removals now wait ' +
     '10 ms and leave together (broker/redis/broker.ts): 258 against 275 µs of the node per client by hand, ' +
-    'alternated. The full run of 2026-12-01 03:29 UTC: 3,313 and 4,396/s, its first run slow all through with ' +
+    'alternated. The full run of 2026-12-01 04:10 UTC (5 s of warm-up not counted, as the published methodology; the ' +
+    'machine in a slow phase: Socket.IO 1,753 and 1,850/s, bare 6,726 and 7,706/s): 3,426 and 3,106/s. That of 03:29 UTC: 3,313 and 4,396/s, its first run slow all through with ' +
     'the node at ~100% of its core (302 µs per client against 227 in the second); by hand on fresh nodes, after ' +
     'a fill of 18,000 had left or not, a first and a second 20-s churn agree (4,136 and 4,250, 4,237 and 4,074, ' +
     '3,719 and 4,072/s). The full run of 02:45 UTC: 4,101 and 3,959/s; earlier full runs 3,305-4,704/s.',
   churn_subscribe_vs_socketio:
-    'The full run of 2026-12-01 03:29 UTC: 1.69× (3,854 against 2,285/s); that of 02:45 UTC: 1.78× (4,030 against 2,266/s). The full runs before it read 1.73-2.51×, ' +
+    'The full run of 2026-12-01 04:10 UTC: 1.81× (3,266 against 1,801/s); that of 03:29 UTC: 1.69× (3,854 against 2,285/s); that of 02:45 UTC: 1.78× (4,030 against 2,266/s). The full runs before it read 1.73-2.51×, ' +
     'but there Socket.IO\'s first churn ran at half speed: peer-load bound each churn client to a source address ' +
     'that the memory levels\' fills had just left TIME_WAITs on, and its load generator spent ~12 s of the 20 in ' +
     'the kernel finding ports (sampled: 100% of a core, ~95% system). peer-load\'s churn now takes no source ' +
@@ -60,7 +61,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'http://… --clients 1000 -c 100 -d 10`): idle first 17,776, 17,837, 16,984 and 17,249/s; churn first 16,942, ' +
     '15,969, 20,230 and 22,169/s, while a fixed CPU loop took the same 1.1 s throughout; the full run of 01:34 ' +
     'read 13,968 and 17,211/s (~60 µs of the node a notification), those of 02:16 and 02:45 18,493, 18,798, 16,757 ' +
-    'and 19,230/s (~52 µs), that of 03:29 16,815 and 16,381/s, and the run of 00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
+    'and 19,230/s (~52 µs), that of 03:29 16,815 and 16,381/s, that of 04:10 11,522 and 11,950/s (the peers as low: ' +
+    'Socket.IO 5,975/s against 8,775 at 03:29, bare 8,841 against 12,891), and the run of 00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
     'socket instead of ioredis\'s autopipelining (broker/redis/connection.ts; 16,300-18,700/s by hand against ' +
     '13,700-14,100/s), and a verified API token is kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s ' +
     'SHA-256 cache key on every emit (~2.5 µs). Profile (`--cpu-prof`): the write system calls ~20% (the HTTP ' +
@@ -79,7 +81,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
     '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13, 2.23, 1.59 and ' +
     '2.37 ms (that of 2026-12-01 02:45 UTC, 2.92 and 1.81 ms in its two runs), then 3.16 ms (03:29 UTC: 3.00 and ' +
-    '3.32): wsload\'s own collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
+    '3.32) and 17.51 ms (04:10 UTC, a slow phase of the machine: 4.37 and 30.66; the bare peer 3.05): wsload\'s own collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores. By hand on 2026-12-01 between 03:58 ' +
     'and 04:10 UTC (fresh node, a fill of 9,000, then paced runs one after another), 19 runs read p99 2.1 to ' +
     '8.2 ms and one 37.5 ms, p50 0.44 to 0.81 ms, under the same conditions; the emitter\'s HTTP answers have ' +
@@ -103,7 +105,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'hold the 18,000, on the same 2 cores) reads it: in that run p50 154 ms and the slowest of the 10 broadcasts ' +
     '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274, 273 and 264 ms in the three of 2026-12-01 01:34-02:45). ' +
     'The slowest broadcast is the typical one, not an outlier: wsload now reports each broadcast\'s last told, and ' +
-    'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252). GC is under 1.5 ms of a fan-out; ' +
+    'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252); in that of 04:10 UTC the first read 463 ms ' +
+    'and the nine after it 222 to 299 ms (median of the ten 240). GC is under 1.5 ms of a fan-out; ' +
     'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
     'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
     'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',
