@@ -21,7 +21,10 @@ export interface Broker {
    * Calls for one route take effect in call order.
    */
   addRoute(route: Route): Promise<void>;
-  /** The last local subscriber on `route` left. Never rejects. */
+  /**
+   * The last local subscriber on `route` left. Settles once the removal is written, which may be a little later
+   * (the Redis broker writes the removals of 10 ms together); a route added again before then stays. Never rejects.
+   */
   removeRoute(route: Route): Promise<void>;
   /**
    * Carry an emit to every node holding a route it matches; answers how many nodes it was published to.
