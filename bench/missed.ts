@@ -106,7 +106,12 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274, 273 and 264 ms in the three of 2026-12-01 01:34-02:45). ' +
     'The slowest broadcast is the typical one, not an outlier: wsload now reports each broadcast\'s last told, and ' +
     'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252); in that of 04:10 UTC the first read 463 ms ' +
-    'and the nine after it 222 to 299 ms (median of the ten 240). GC is under 1.5 ms of a fan-out; ' +
+    'and the nine after it 222 to 299 ms (median of the ten 240). Where the kernel time goes (`perf record -g -p ' +
+    '<node>` for 7 s of the broadcasts on a fresh node, 2026-12-01): 74% of the node\'s samples are in the kernel, ' +
+    '68% in write system calls; 37% is the receiving sockets\' TCP (the loopback runs it in the sender\'s system ' +
+    'call), a third of that waking their readers (`sock_def_readable`, the interrupt-enabling unlock after the ' +
+    'wakeup 12% on its own); the node\'s own send path is ~25%. With the clients on other machines the receiving ' +
+    'half would run there: ~150 ms of the node per broadcast instead of ~250. GC is under 1.5 ms of a fan-out; ' +
     'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
     'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
     'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',
