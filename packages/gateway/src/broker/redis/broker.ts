@@ -100,12 +100,10 @@ export class RedisBroker implements Broker {
     if (this.#leaving.delete(route.key)) return this.#adding.get(route.key) ?? Promise.resolve();
     this.#routes.set(route.key, route);
     const firstOfShape = this.#shapes.hold(route);
-    const added = this.#write(() =>
-      Promise.all([
-        this.#registry.add(route.key),
-        firstOfShape ? this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
-      ]),
-    );
+    const added = this.#write(() => {
+      const registered = this.#registry.add(route.key);
+      return firstOfShape ? Promise.all([registered, this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : registered;
+    });
     this.#adding.set(route.key, added);
     void added.then(() => {
       if (this.#adding.get(route.key) === added) this.#adding.delete(route.key);
@@ -204,12 +202,10 @@ export class RedisBroker implements Broker {
   #remove(route: Route): Promise<void> {
     this.#routes.delete(route.key);
     const lastOfShape = this.#shapes.release(route);
-    return this.#write(() =>
-      Promise.all([
-        this.#registry.remove(route.key, this.#routes.size === 0),
-        lastOfShape ? this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId) : undefined,
-      ]),
-    );
+    return this.#write(() => {
+      const removed = this.#registry.remove(route.key, this.#routes.size === 0);
+      return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
+    });
   }
 
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */

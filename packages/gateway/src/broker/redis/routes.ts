@@ -98,10 +98,10 @@ export class RouteRegistry {
     const unmarked = !this.#marked.has(bucket);
     if (unmarked) this.#marked.add(bucket);
     // The bit is sent first: a node that dies between the two leaves no route that its sweeper cannot find.
-    await Promise.all([
-      unmarked ? this.#redis.setbit(this.#keys.nodeBuckets(this.#nodeId), bucket, 1) : undefined,
-      this.#redis.heraldRouteAdd(this.#keys.routeBucket(bucket), routeKey, this.#nodeId),
-    ]);
+    const marked = unmarked ? this.#redis.setbit(this.#keys.nodeBuckets(this.#nodeId), bucket, 1) : undefined;
+    const added = this.#redis.heraldRouteAdd(this.#keys.routeBucket(bucket), routeKey, this.#nodeId);
+    // Most routes need the one command: no Promise.all (an array, a promise and a reaction each) for them.
+    await (marked ? Promise.all([marked, added]) : added);
   }
 
   /**
@@ -111,10 +111,8 @@ export class RouteRegistry {
   async remove(routeKey: string, last: boolean): Promise<void> {
     const bucket = bucketOf(routeKey, this.#buckets);
     if (last) this.#marked.clear();
-    await Promise.all([
-      this.#redis.heraldRouteRemove(this.#keys.routeBucket(bucket), routeKey, this.#nodeId),
-      last ? this.#redis.del(this.#keys.nodeBuckets(this.#nodeId)) : undefined,
-    ]);
+    const removed = this.#redis.heraldRouteRemove(this.#keys.routeBucket(bucket), routeKey, this.#nodeId);
+    await (last ? Promise.all([removed, this.#redis.del(this.#keys.nodeBuckets(this.#nodeId))]) : removed);
   }
 
   /** The ids of the nodes holding a route: one HGET. */
