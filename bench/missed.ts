@@ -41,7 +41,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
     'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). Route removals now wait ' +
     '10 ms and leave together (broker/redis/broker.ts): 258 against 275 µs of the node per client by hand, ' +
-    'alternated. The full run of 2026-12-01 04:10 UTC (5 s of warm-up not counted, as the published methodology; the ' +
+    'alternated; the route writes without Promise.all where one command is all, 41 KB allocated per client against ' +
+    '44.6. The full run of 2026-12-01 04:44 UTC, on that code: 4,477 and 4,307/s (2.05× Socket.IO). That of 04:10 UTC (5 s of warm-up not counted, as the published methodology; the ' +
     'machine in a slow phase: Socket.IO 1,753 and 1,850/s, bare 6,726 and 7,706/s): 3,426 and 3,106/s. That of 03:29 UTC: 3,313 and 4,396/s, its first run slow all through with ' +
     'the node at ~100% of its core (302 µs per client against 227 in the second); by hand on fresh nodes, after ' +
     'a fill of 18,000 had left or not, a first and a second 20-s churn agree (4,136 and 4,250, 4,237 and 4,074, ' +
@@ -62,7 +63,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '15,969, 20,230 and 22,169/s, while a fixed CPU loop took the same 1.1 s throughout; the full run of 01:34 ' +
     'read 13,968 and 17,211/s (~60 µs of the node a notification), those of 02:16 and 02:45 18,493, 18,798, 16,757 ' +
     'and 19,230/s (~52 µs), that of 03:29 16,815 and 16,381/s, that of 04:10 11,522 and 11,950/s (the peers as low: ' +
-    'Socket.IO 5,975/s against 8,775 at 03:29, bare 8,841 against 12,891), and the run of 00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
+    'Socket.IO 5,975/s against 8,775 at 03:29, bare 8,841 against 12,891), that of 04:44 13,112 and 15,709/s, and ' +
+    'the run of 00:49 22,564/s (~43 µs). Two changes took it this far: the Redis commands of a turn go out through one corked ' +
     'socket instead of ioredis\'s autopipelining (broker/redis/connection.ts; 16,300-18,700/s by hand against ' +
     '13,700-14,100/s), and a verified API token is kept by its exact text (auth/jwt.ts), which spares fast-jwt\'s ' +
     'SHA-256 cache key on every emit (~2.5 µs). Profile (`--cpu-prof`): the write system calls ~20% (the HTTP ' +
@@ -73,15 +75,17 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
     'Follows notify_person_per_s: Socket.IO moves less with the machine (its node is at ~75% of a core, its load ' +
-    'generator at ~88%). The full run of 2026-12-01 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before ' +
-    'it 2.22×, 2.20×, 1.46× and 2.47×.',
+    'generator at ~88%). The full run of 2026-12-01 04:44 UTC: 1.71× (14,411 against 8,453/s), its two runs 1.63× ' +
+    'and 1.77× (13,112 against 8,053, 15,709 against 8,852); those of 03:29 and 04:10 UTC 1.89× and 1.96×. The ' +
+    'full run of 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before it 2.22×, 2.20×, 1.46× and 2.47×.',
   paced_p99_ms:
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
     '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13, 2.23, 1.59 and ' +
     '2.37 ms (that of 2026-12-01 02:45 UTC, 2.92 and 1.81 ms in its two runs), then 3.16 ms (03:29 UTC: 3.00 and ' +
-    '3.32) and 17.51 ms (04:10 UTC, a slow phase of the machine: 4.37 and 30.66; the bare peer 3.05): wsload\'s own collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
+    '3.32), 17.51 ms (04:10 UTC, a slow phase of the machine: 4.37 and 30.66; the bare peer 3.05) and 12.40 ms ' +
+    '(04:44 UTC: 2.20 and 22.59): wsload\'s own collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores. By hand on 2026-12-01 between 03:58 ' +
     'and 04:10 UTC (fresh node, a fill of 9,000, then paced runs one after another), 19 runs read p99 2.1 to ' +
     '8.2 ms and one 37.5 ms, p50 0.44 to 0.81 ms, under the same conditions; the emitter\'s HTTP answers have ' +
@@ -106,7 +110,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274, 273 and 264 ms in the three of 2026-12-01 01:34-02:45). ' +
     'The slowest broadcast is the typical one, not an outlier: wsload now reports each broadcast\'s last told, and ' +
     'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252); in that of 04:10 UTC the first read 463 ms ' +
-    'and the nine after it 222 to 299 ms (median of the ten 240). Where the kernel time goes (`perf record -g -p ' +
+    'and the nine after it 222 to 299 ms (median of the ten 240); in that of 04:44 UTC 193 to 286 ms, four of the ' +
+    'ten within 200 ms (median 208). Where the kernel time goes (`perf record -g -p ' +
     '<node>` for 7 s of the broadcasts on a fresh node, 2026-12-01): 74% of the node\'s samples are in the kernel, ' +
     '68% in write system calls; 37% is the receiving sockets\' TCP (the loopback runs it in the sender\'s system ' +
     'call), a third of that waking their readers (`sock_def_readable`, the interrupt-enabling unlock after the ' +

@@ -25,13 +25,7 @@ export class EmitTallies {
   readonly #bySentAt = new Map<number, [told: number, lastMs: number]>();
 
   record(sentAt: number, latencyMs: number): void {
-    const tally = this.#bySentAt.get(sentAt);
-    if (tally) {
-      tally[0]++;
-      if (latencyMs > tally[1]) tally[1] = latencyMs;
-    } else if (this.#bySentAt.size < MAX_TALLIED_EMITS) {
-      this.#bySentAt.set(sentAt, [1, latencyMs]);
-    }
+    this.#count(sentAt, 1, latencyMs);
   }
 
   toData(): EmitTallyData {
@@ -40,14 +34,7 @@ export class EmitTallies {
 
   /** Add another pool's tallies (a worker's `toData`). */
   add(data: EmitTallyData): void {
-    for (const [sentAt, told, lastMs] of data) {
-      const tally = this.#bySentAt.get(sentAt);
-      if (!tally) this.#bySentAt.set(sentAt, [told, lastMs]);
-      else {
-        tally[0] += told;
-        tally[1] = Math.max(tally[1], lastMs);
-      }
-    }
+    for (const [sentAt, told, lastMs] of data) this.#count(sentAt, told, lastMs);
   }
 
   /** Each emit's last one told, in the order they were sent, and their distribution. */
@@ -60,9 +47,19 @@ export class EmitTallies {
     return { emits: each.length, lastTold: lastTold.summary(), each };
   }
 
-  static merge(all: readonly EmitTallyData[]): EmitTallies {
-    const merged = new EmitTallies();
-    for (const data of all) merged.add(data);
-    return merged;
+  static from(data: EmitTallyData): EmitTallies {
+    const tallies = new EmitTallies();
+    tallies.add(data);
+    return tallies;
+  }
+
+  #count(sentAt: number, told: number, lastMs: number): void {
+    const tally = this.#bySentAt.get(sentAt);
+    if (tally) {
+      tally[0] += told;
+      if (lastMs > tally[1]) tally[1] = lastMs;
+    } else if (this.#bySentAt.size < MAX_TALLIED_EMITS) {
+      this.#bySentAt.set(sentAt, [told, lastMs]);
+    }
   }
 }

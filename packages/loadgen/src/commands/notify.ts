@@ -169,7 +169,7 @@ function result(
 }
 
 function addPerEmit(body: ReportBody, summary: string[], final: PoolSnapshot): void {
-  const perEmit = EmitTallies.merge([final.emits]).summary();
+  const perEmit = EmitTallies.from(final.emits).summary();
   body.perEmit = perEmit;
   summary.push(
     `per broadcast (${count(perEmit.emits)}), the last one told: p50 ${perEmit.lastTold.p50} ms, slowest ${perEmit.lastTold.max} ms`,
