@@ -111,7 +111,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'The slowest broadcast is the typical one, not an outlier: wsload now reports each broadcast\'s last told, and ' +
     'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252); in that of 04:10 UTC the first read 463 ms ' +
     'and the nine after it 222 to 299 ms (median of the ten 240); in that of 04:44 UTC 193 to 286 ms, four of the ' +
-    'ten within 200 ms (median 208). Where the kernel time goes (`perf record -g -p ' +
+    'ten within 200 ms (median 207). Where the kernel time goes (`perf record -g -p ' +
     '<node>` for 7 s of the broadcasts on a fresh node, 2026-12-01): 74% of the node\'s samples are in the kernel, ' +
     '68% in write system calls; 37% is the receiving sockets\' TCP (the loopback runs it in the sender\'s system ' +
     'call), a third of that waking their readers (`sock_def_readable`, the interrupt-enabling unlock after the ' +
