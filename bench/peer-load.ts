@@ -17,7 +17,7 @@ import http from 'node:http';
 import { connect as connectTcp } from 'node:net';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
-import { clientFrame, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
+import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
 import { BROADCAST_ID } from './peers/common.ts';
 
 type Kind = 'socketio' | 'bare';
@@ -32,9 +32,6 @@ const now = (): number => performance.timeOrigin + performance.now();
  * free 4-tuple.
  */
 const sourceAddress = (i: number): string => `127.0.0.${2 + Math.floor(i / 5000)}`;
-
-/** How long a bare client waits for the server to end the connection after the close frames. */
-const CLOSE_TIMEOUT_MS = 30_000;
 
 /**
  * A bare peer's client: WebSocket on a plain TCP socket, as wsload's clients are (loadgen's wire.ts). With a `ws`

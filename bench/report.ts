@@ -175,7 +175,8 @@ function broadcastsLine(r: Results): string {
   const each = run?.perEmit?.each;
   if (!each || each.length === 0) return '';
   const lasts = each.map(({ lastMs }) => Math.round(lastMs).toLocaleString('en-US')).join(', ');
-  return `\nOne broadcast a second to every client (${each[0]!.told.toLocaleString('en-US')} told by each), ten of them: the last one told ${lasts} ms
+  const told = [...new Set(each.map((broadcast) => broadcast.told.toLocaleString('en-US')))].join(' or ');
+  return `\nOne broadcast a second to every client (${told} told by each), ${each.length} of them: the last one told ${lasts} ms
 in the order sent; the median broadcast ${fmt(r.figures.broadcast_18k_last_p50_ms)} ms, the slowest (\`broadcast_18k_last_ms\`, the figure) ${fmt(r.figures.broadcast_18k_last_ms)} ms.
 `;
 }

@@ -5,7 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import { firstErrorCode, frameType, registerAccepted } from './frames.ts';
 import type { ClientPlan } from './roster.ts';
-import { clientFrame, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
+import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
 
 export interface ClientObserver {
   /** CONNECTED, and the REGISTER reply with every entry accepted when the plan registers. */
@@ -30,8 +30,6 @@ type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done'
 const ABNORMAL_CLOSURE = 1006;
 const NO_STATUS = 1005;
 const PROTOCOL_ERROR = 1002;
-/** How long the server has to end the connection after the close frames, as ws's closeTimeout. */
-const CLOSE_TIMEOUT_MS = 30_000;
 
 /** A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). */
 export class LoadClient implements WireHandler {

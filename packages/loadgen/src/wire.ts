@@ -16,6 +16,9 @@ const KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
 const ACCEPT = Buffer.from(createHash('sha1').update(`${KEY}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64'));
 const HEAD_END = Buffer.from('\r\n\r\n');
 
+/** How long a client waits, after the close frames, for the server to end the connection (as ws's closeTimeout). */
+export const CLOSE_TIMEOUT_MS = 30_000;
+
 export const Opcode = { CONTINUATION: 0x0, TEXT: 0x1, BINARY: 0x2, CLOSE: 0x8, PING: 0x9, PONG: 0xa } as const;
 export type Opcode = (typeof Opcode)[keyof typeof Opcode];
 
