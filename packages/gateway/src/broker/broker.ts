@@ -17,7 +17,8 @@ export interface Broker {
   start(onDelivery: DeliveryHandler): Promise<void>;
   /**
    * The first local subscriber on `route` appeared. Settles once other nodes can route to it, or once the
-   * broker has taken charge of writing it when it can (Redis unreachable): it never rejects.
+   * broker has taken charge of writing it when it can (Redis unreachable): it never rejects. The Redis broker
+   * writes the adds of a millisecond together, so one may wait up to that long when clients register fast.
    * Calls for one route take effect in call order.
    */
   addRoute(route: Route): Promise<void>;

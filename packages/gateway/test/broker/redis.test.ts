@@ -270,6 +270,22 @@ describe('on one redis-server', () => {
     await node.close();
   });
 
+  test('adds close together leave in one batch after the first, and each is routable once its promise settles', async () => {
+    const prefix = `adds${randomBytes(3).toString('hex')}`;
+    const node = broker({ target: { url: redis.url }, nodeId: 'adder', observer: watcher().observer, keyPrefix: prefix });
+    await node.start(() => {});
+    const emitter = broker({ target: { url: redis.url }, nodeId: 'adds-emitter', observer: watcher().observer, keyPrefix: prefix });
+    await emitter.start(() => {});
+    const routes = Array.from({ length: 30 }, (_, i) => routeOf('order-updates', { recipientId: `a${i}` }));
+    const adds = routes.map((route) => node.addRoute(route));
+    assert.equal(new Set(adds.slice(1)).size, 1, 'one promise for the batch');
+    assert.notEqual(adds[0], adds[1], 'the first leaves at once');
+    await adds[1];
+    const reached = await Promise.all(routes.map((_, i) => emitter.publish('order-updates', { recipientId: `a${i}` })));
+    assert.deepEqual(reached, routes.map(() => 1));
+    await Promise.all([node.close(), emitter.close()]);
+  });
+
   test('a node whose routes all left keeps no bucket key and no bitmap', async () => {
     const prefix = `left${randomBytes(3).toString('hex')}`;
     const node = broker({ target: { url: redis.url }, nodeId: 'emptied', observer: watcher().observer, keyPrefix: prefix });

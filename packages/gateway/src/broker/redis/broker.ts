@@ -13,6 +13,7 @@ import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
 import { ShapeIndex } from './shapes.ts';
+import { WriteQueue, type Write } from './write-queue.ts';
 
 /**
  * How long a route whose last subscriber left waits before its removal is written. Removals have no one waiting
@@ -44,6 +45,7 @@ export class RedisBroker implements Broker {
   /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
   readonly #shapesSeen = new Map<string, string[]>();
   readonly #lease: Lease;
+  readonly #writes = new WriteQueue();
   /** Each route's add while it is being written, for a route that comes back before its removal was written. */
   readonly #adding = new Map<string, Promise<void>>();
   /** Routes whose removal waits for the next batch (still in #routes and held in #shapes until written). */
@@ -100,10 +102,12 @@ export class RedisBroker implements Broker {
     if (this.#leaving.delete(route.key)) return this.#adding.get(route.key) ?? Promise.resolve();
     this.#routes.set(route.key, route);
     const firstOfShape = this.#shapes.hold(route);
-    const added = this.#write(() => {
-      const registered = this.#registry.add(route.key);
-      return firstOfShape ? Promise.all([registered, this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : registered;
-    });
+    const added = this.#writes.push(() =>
+      this.#write(() => {
+        const registered = this.#registry.add(route.key);
+        return firstOfShape ? Promise.all([registered, this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : registered;
+      }),
+    );
     this.#adding.set(route.key, added);
     void added.then(() => {
       if (this.#adding.get(route.key) === added) this.#adding.delete(route.key);
@@ -172,6 +176,7 @@ export class RedisBroker implements Broker {
     this.#closed = true;
     this.#lease.stop();
     // The lease's removal below takes the waiting routes with the others.
+    this.#writes.drop();
     clearTimeout(this.#removalTimer);
     this.#leaving.clear();
     this.#removals?.resolve();
@@ -193,19 +198,21 @@ export class RedisBroker implements Broker {
 
   #removeLeaving(): void {
     const removals = this.#removals!;
-    const leaving = [...this.#leaving.values()];
+    const writes = [...this.#leaving.values()].map((route) => this.#removal(route));
     this.#leaving.clear();
     this.#removals = undefined;
-    void Promise.all(leaving.map((route) => this.#remove(route))).then(() => removals.resolve());
+    void this.#writes.push(() => Promise.all(writes.map((write) => write()))).then(() => removals.resolve());
   }
 
-  #remove(route: Route): Promise<void> {
+  /** Forgets the route here at once; the answered write removes it from Redis, when the queue sends it. */
+  #removal(route: Route): Write {
     this.#routes.delete(route.key);
     const lastOfShape = this.#shapes.release(route);
-    return this.#write(() => {
-      const removed = this.#registry.remove(route.key, this.#routes.size === 0);
-      return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
-    });
+    return () =>
+      this.#write(() => {
+        const removed = this.#registry.remove(route.key, this.#routes.size === 0);
+        return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
+      });
   }
 
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */

@@ -1,0 +1,55 @@
+/**
+ * Route writes, in call order, at most one batch per ROUTE_WRITE_GAP_MS. A write made when none left within
+ * the gap leaves at once (in this turn's one socket write, see connection.ts); those made within it wait for
+ * the gap's end and leave together. At low rates nothing waits. When clients register faster than one a
+ * millisecond (a churn, a restart's clients coming back), their route writes share a batch: a command written
+ * alone in its turn costs the node ~35 µs user and ~35 µs system, one of tens ~10 µs and ~4 µs (ioredis against
+ * a local redis-server). A REGISTER's reply waits for its route's write, so at most the gap longer.
+ */
+
+/** Churned clients with a route each cost the node 247 µs each without a gap, 219 µs with 1 ms, 232 µs with 2. */
+export const ROUTE_WRITE_GAP_MS = 1;
+
+/** Sends its Redis commands when called (synchronously) and settles once they are answered; never rejects. */
+export type Write = () => Promise<unknown>;
+
+export class WriteQueue {
+  #lastSent = -Infinity;
+  #timer: NodeJS.Timeout | undefined;
+  #waiting: Write[] = [];
+  #batch: PromiseWithResolvers<void> | undefined;
+  #dropped = false;
+
+  /** Settles once `write` is answered (one that waited: once its whole batch is). */
+  push(write: Write): Promise<void> {
+    if (this.#dropped) return Promise.resolve();
+    const now = performance.now();
+    if (this.#timer === undefined && now - this.#lastSent >= ROUTE_WRITE_GAP_MS) {
+      this.#lastSent = now;
+      return write().then(settled);
+    }
+    this.#waiting.push(write);
+    this.#timer ??= setTimeout(() => this.#sendWaiting(), this.#lastSent + ROUTE_WRITE_GAP_MS - now);
+    return (this.#batch ??= Promise.withResolvers()).promise;
+  }
+
+  /** The node is leaving and removes its state whole: the waiting writes are never sent; their promises settle. */
+  drop(): void {
+    this.#dropped = true;
+    clearTimeout(this.#timer);
+    this.#waiting = [];
+    this.#batch?.resolve();
+  }
+
+  #sendWaiting(): void {
+    const writes = this.#waiting;
+    const batch = this.#batch!;
+    this.#timer = undefined;
+    this.#waiting = [];
+    this.#batch = undefined;
+    this.#lastSent = performance.now();
+    void Promise.all(writes.map((write) => write())).then(() => batch.resolve());
+  }
+}
+
+function settled(): void {}
