@@ -286,6 +286,21 @@ describe('on one redis-server', () => {
     await Promise.all([node.close(), emitter.close()]);
   });
 
+  test('the emits of one turn read their event\'s shapes once between them, and each its own route', async () => {
+    const prefix = `turn${randomBytes(3).toString('hex')}`;
+    const node = broker({ target: { url: redis.url }, nodeId: 'one-turn', observer: watcher().observer, keyPrefix: prefix });
+    await node.start(() => {});
+    const ids = Array.from({ length: 20 }, (_, i) => `t${i}`);
+    await Promise.all(ids.map((id) => node.addRoute(routeOf('order-updates', { recipientId: id }))));
+    const before = await commandCalls(redis);
+    const reached = await Promise.all(ids.map((id) => node.publish('order-updates', { recipientId: id })));
+    assert.deepEqual(reached, ids.map(() => 1));
+    const sent = await sentSince(redis, before);
+    assert.equal(sent.get('smembers'), 1);
+    assert.equal(sent.get('hget'), 20);
+    await node.close();
+  });
+
   test('a node whose routes all left keeps no bucket key and no bitmap', async () => {
     const prefix = `left${randomBytes(3).toString('hex')}`;
     const node = broker({ target: { url: redis.url }, nodeId: 'emptied', observer: watcher().observer, keyPrefix: prefix });

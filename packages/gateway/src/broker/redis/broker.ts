@@ -44,6 +44,8 @@ export class RedisBroker implements Broker {
   readonly #registry: RouteRegistry;
   /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
   readonly #shapesSeen = new Map<string, string[]>();
+  /** Each event's read of its shapes while the batch it leaves in is unsent: the emits of one turn share it. */
+  readonly #shapeReads = new Map<string, { batch: number; shapes: Promise<string[]> }>();
   readonly #lease: Lease;
   readonly #writes = new WriteQueue();
   /** Each route's add while it is being written, for a route that comes back before its removal was written. */
@@ -136,7 +138,7 @@ export class RedisBroker implements Broker {
     try {
       const guessed = this.#shapesSeen.get(event) ?? [];
       const [shapes, ...guessedNodes] = await Promise.all([
-        redis.smembers(this.#keys.shapes(event)),
+        this.#readShapes(event),
         ...guessed.map((shapeKey) => this.#nodesOf(event, shapeKey, eventData)),
       ]);
       this.#shapesSeen.set(event, shapes);
@@ -162,6 +164,20 @@ export class RedisBroker implements Broker {
     } catch (error) {
       throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * Read once for the emits of a turn (unpaced, one in several): they all began before their batch leaves, so the
+   * one read is as recent as each of theirs would be.
+   */
+  #readShapes(event: string): Promise<string[]> {
+    const shared = this.#shapeReads.get(event);
+    if (shared !== undefined && shared.batch === this.#connection.unsentBatch()) return shared.shapes;
+    const shapes = this.#connection.commands.smembers(this.#keys.shapes(event));
+    const batch = this.#connection.unsentBatch();
+    if (batch === undefined) this.#shapeReads.delete(event);
+    else this.#shapeReads.set(event, { batch, shapes });
+    return shapes;
   }
 
   /** The nodes holding the route of `eventData` in one shape; none when eventData lacks one of its fields. */

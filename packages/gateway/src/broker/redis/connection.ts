@@ -22,6 +22,12 @@ export interface Connection {
   subscribe(channel: string, onMessage: (message: Buffer) => void): Promise<void>;
   /** Called each time the command connection becomes ready (first time, and after each reconnect). */
   onReady(listener: () => void): void;
+  /**
+   * The number of the batch that a command sent now would leave in, while that batch is unsent (with one
+   * redis-server, after this turn's first command); undefined when a command would be written at once, and with a
+   * Cluster. Two reads of one key in one unsent batch would answer the same: one can serve both.
+   */
+  unsentBatch(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -41,6 +47,11 @@ const COMMON = {
  */
 class BatchingRedis extends Redis {
   #corked = false;
+  #batch = 0;
+
+  get unsentBatch(): number | undefined {
+    return this.#corked ? this.#batch : undefined;
+  }
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
     if (!this.#corked && this.status === 'ready') {
@@ -49,6 +60,7 @@ class BatchingRedis extends Redis {
       socket.cork();
       setImmediate(() => {
         this.#corked = false;
+        this.#batch++;
         socket.uncork();
       });
     }
@@ -71,14 +83,15 @@ export function connect(target: RedisTarget): Connection {
       redisOptions: { maxRetriesPerRequest: 1 },
     });
     // The cluster client keeps sharded subscribers of its own, one per master.
-    return connection(cluster, cluster);
+    return connection(cluster, cluster, () => undefined);
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
-  return connection(new BatchingRedis(url, COMMON), new Redis(url, { ...COMMON, enableOfflineQueue: true }));
+  const commands = new BatchingRedis(url, COMMON);
+  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), () => commands.unsentBatch);
 }
 
-function connection(commands: Commands, subscriber: Commands): Connection {
+function connection(commands: Commands, subscriber: Commands, unsentBatch: () => number | undefined): Connection {
   const clients = [...new Set([commands, subscriber])];
   // Errors are reported through readiness and failed commands; unlistened, they would crash the node.
   for (const client of clients) client.on('error', () => {});
@@ -94,6 +107,7 @@ function connection(commands: Commands, subscriber: Commands): Connection {
       await subscriber.ssubscribe(channel);
     },
     onReady: (listener) => void commands.on('ready', listener),
+    unsentBatch,
     async close() {
       await Promise.allSettled(clients.map((client) => client.quit()));
     },
