@@ -23,6 +23,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
+    'The full run of 2026-12-01 06:11 UTC: 5,033 and 4,864/s, with the bare peer at 6,066 and 6,422/s in a slow ' +
+    'phase of the machine: the gateway at 79% of the floor, against 57% at 04:44 (4,392 against 7,720/s). Since then ' +
+    'route writes leave at most one batch a millisecond (broker/redis/write-queue.ts): the node\'s CPU per churned ' +
+    'client 219 against 247 µs by hand (three runs each, alternated), and `node bench/run.ts --only churn` read ' +
+    '5,422/s beside a bare peer at 8,638/s. 6,000/s still needs ~25% less per client. ' +
     'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
     'churn while the machine still has some left (full run of 2026-12-01 02:45 UTC: gateway 98%, 32 of it in the ' +
     'kernel; wsload 63; Redis 16; machine 178 of 200). The bare peer, driven by the same wire clients, churns ' +
@@ -37,7 +42,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'wire.ts): 79 µs user + 90 µs kernel per client. Person tokens kept by their text, the bucket bit no longer ' +
     'cleared and set again (+4-13%) and the Redis commands of a turn in one write each took a little; the same ' +
     'churn on one shared route (the can-connect no-code run: no Redis write per client) reads 4,700-6,250/s, so the ' +
-    'two Redis scripts per client are part of it. Would close it: ~35% less per client on the node, which means a leaner upgrade than Node\'s ' +
+    'two Redis scripts per client are part of it. Would close it: less per client on the node, which means a leaner upgrade than Node\'s ' +
     'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
     'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). Route removals now wait ' +
     '10 ms and leave together (broker/redis/broker.ts): 258 against 275 µs of the node per client by hand, ' +
@@ -56,6 +61,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'own client (socket.io-client at 100% of a core, the server at 66%), which is what its users run. Closing it is ' +
     'closing churn_subscribe_per_s.',
   notify_person_per_s:
+    'The full run of 2026-12-01 06:11 UTC: 16,105 and 16,869/s (2.27× Socket.IO, met; the bare peer 10,271/s). Since ' +
+    'then the emits of one turn of the event loop share one read of their event\'s shapes (broker/redis/broker.ts ' +
+    '#readShapes): ~60 unpaced emits to a turn, 2,790 SMEMBERS for 166,505 HGETs (INFO commandstats), so ~1 Redis ' +
+    'command per emit instead of 2; by hand, 14 runs each alternated on a machine that swung 10,000-20,500/s, a ' +
+    'median of 18,426/s against 14,936/s. ' +
     'The node is the limit: 93-96% of a core through the run ("Where the CPU went"; wsload ~50%), and what a ' +
     'notification costs it moves with the machine, not with our state. Alternated by hand on fresh nodes on ' +
     '2026-12-01 (60 s idle, or 40 s of churn on another node, then a fill of 9,000 and two `wsload notify ' +
@@ -79,6 +89,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and 1.77× (13,112 against 8,053, 15,709 against 8,852); those of 03:29 and 04:10 UTC 1.89× and 1.96×. The ' +
     'full run of 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before it 2.22×, 2.20×, 1.46× and 2.47×.',
   paced_p99_ms:
+    'The full run of 2026-12-01 06:11 UTC: 2.54 and 23.74 ms, in a phase where every target\'s tail was long (the ' +
+    'bare peer 4.55 and 3.93 ms, Socket.IO 6.16 and 8.36 ms; p50s 0.43-0.53 ms). ' +
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
@@ -100,6 +112,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
+    'The full run of 2026-12-01 06:11 UTC, in a slow phase of the machine (the bare peer\'s churn 6,244/s against ' +
+    '8,638 an hour before): the ten broadcasts\' last told 205 to 425 ms, median 251 ms; the first the slowest. ' +
     'The kernel\'s loopback TCP, one write per recipient. Per broadcast the node spends 20-40 ms in user space and ' +
     '150-230 ms in the kernel (its /proc/<pid>/stat read every 10 ms beside `wsload notify http://… --clients 18000 ' +
     '--per-worker 6000 -c 1 -R 1 -d 10 --broadcast` on a fresh node, 2026-12-01): each write system call also runs ' +
