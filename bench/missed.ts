@@ -101,9 +101,14 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores. By hand on 2026-12-01 between 03:58 ' +
     'and 04:10 UTC (fresh node, a fill of 9,000, then paced runs one after another), 19 runs read p99 2.1 to ' +
     '8.2 ms and one 37.5 ms, p50 0.44 to 0.81 ms, under the same conditions; the emitter\'s HTTP answers have ' +
-    'the same p99 as the deliveries, so the delay is shared by the whole path. Neither the node\'s ping sweep ' +
-    '(every 60 s: runs with pings every 10 min read the same, 2.1-4.5 ms) nor the first seconds after the ' +
-    'listeners connect (a 2-s warm-up, alternated: 3.0, 37.5, 2.2 ms against 3.9, 2.2, 2.5 ms) explains it.',
+    'the same p99 as the deliveries, so the delay is shared by the whole path. The node\'s ping sweep does not ' +
+    'explain it (every 60 s: runs with pings every 10 min read the same, 2.1-4.5 ms). The first seconds after the ' +
+    'listeners connect do, as far as this machine lets one tell: each run connects its 1,000 listeners just before ' +
+    'it emits, and the node\'s young-generation collections of the next second copy their objects (4-10 ms pauses ' +
+    'in `--trace-gc`, 0.5-1.5 ms after). By hand on 2026-12-01 06:20-06:35 UTC, eight runs each in alternated ' +
+    'batches of four on fresh nodes: 1.98-4.27 ms (median 3.6) straight away, 1.59-2.68 ms (median 1.97) after ' +
+    '2 s of emits not counted (`-w 2`), which the bench now takes for every notify run and every target. A ' +
+    'minor mark-sweep instead of the scavenger (`--minor-ms`) made the pauses longer (p99 2.9-13.6 ms).',
   broadcast_1k_per_s:
     'Was the write system call per recipient: the node\'s profile was 76% in the native write (handleWriteReq), ' +
     '~4.8 µs per loopback write here (`wsload notify http://… --clients 1000 -c 100 -d 10 --broadcast`), 145,000-' +

@@ -6,7 +6,7 @@
  *
  *   node bench/peer-load.ts fill   socketio|bare <url> --clients N [--first I] [--hold S]   prints "ready N" once all registered
  *   node bench/peer-load.ts churn  socketio|bare <url> [-c 100] [-d 10] [-w 0]          connect, register (acked), close
- *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [-R RATE] [--broadcast]
+ *   node bench/peer-load.ts notify socketio|bare <url> [--clients 1000] [-c 100] [-d 10] [-w 0] [-R RATE] [--broadcast]
  *
  * Client i registers recipientId i, as wsload's `--register announcements --per-client` does; the listeners of a
  * broadcast register BROADCAST_ID instead, as the gateway's join an event without criteria, so a broadcast
@@ -147,13 +147,11 @@ function post(agent: http.Agent, url: URL, body: string): Promise<number> {
 
 const percentile = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 
-interface NotifyRun { n: number; c: number; durationS: number; rate: number | undefined; broadcast: boolean }
+interface NotifyRun { n: number; c: number; durationS: number; warmupS: number; rate: number | undefined; broadcast: boolean }
 
-async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcast }: NotifyRun): Promise<void> {
-  const latencies: number[] = [];
-  const clients = await connectMany(kind, url, n, (sentAt) => latencies.push(now() - sentAt), 0, broadcast);
+/** Emits for `durationS` over `c` keep-alive connections (paced when `rate` is set); answers those accepted and the start. */
+async function emitFor(emitUrl: URL, c: number, durationS: number, { n, rate, broadcast }: NotifyRun): Promise<{ ok: number; start: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: c });
-  const emitUrl = new URL('/emit', url.replace(/^ws/, 'http'));
   let ok = 0;
   let next = 0;
   const start = performance.now();
@@ -171,9 +169,30 @@ async function notify(kind: Kind, url: string, { n, c, durationS, rate, broadcas
     }
   };
   await Promise.all(Array.from({ length: c }, loop));
+  agent.destroy();
+  return { ok, start };
+}
+
+/** Waits up to 5 s for `expected` deliveries. */
+async function drained(latencies: number[], expected: number): Promise<void> {
+  for (const graceEnd = performance.now() + 5000; latencies.length < expected && performance.now() < graceEnd; ) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** As wsload's notify: emits of the warm-up (`warmupS`) are delivered and waited for, but not counted. */
+async function notify(kind: Kind, url: string, run: NotifyRun): Promise<void> {
+  const { n, c, durationS, warmupS, broadcast } = run;
+  const latencies: number[] = [];
+  const clients = await connectMany(kind, url, n, (sentAt) => latencies.push(now() - sentAt), 0, broadcast);
+  const emitUrl = new URL('/emit', url.replace(/^ws/, 'http'));
+  if (warmupS > 0) {
+    const warm = await emitFor(emitUrl, c, warmupS, run);
+    await drained(latencies, warm.ok * (broadcast ? n : 1));
+    latencies.length = 0;
+  }
+  const { ok, start } = await emitFor(emitUrl, c, durationS, run);
   const emitS = (performance.now() - start) / 1000;
   const expected = ok * (broadcast ? n : 1);
-  for (const graceEnd = performance.now() + 5000; latencies.length < expected && performance.now() < graceEnd; ) await new Promise((r) => setTimeout(r, 50));
+  await drained(latencies, expected);
   const deliveryS = (performance.now() - start) / 1000;
   const sorted = Float64Array.from(latencies).sort();
   console.log(JSON.stringify({
@@ -195,6 +214,6 @@ if (command === 'fill') await fill(kind, url, Number(values.clients), Number(val
 else if (command === 'churn') await churn(kind, url, Number(values.connections), Number(values.duration), Number(values.warmup));
 else if (command === 'notify') {
   const rate = values.rate === undefined ? undefined : Number(values.rate);
-  await notify(kind, url, { n: Number(values.clients ?? 1000), c: Number(values.connections), durationS: Number(values.duration), rate, broadcast: values.broadcast === true });
+  await notify(kind, url, { n: Number(values.clients ?? 1000), c: Number(values.connections), durationS: Number(values.duration), warmupS: Number(values.warmup), rate, broadcast: values.broadcast === true });
 }
 else throw new Error(`unknown command ${command}`);
