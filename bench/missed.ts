@@ -105,7 +105,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'explain it (every 60 s: runs with pings every 10 min read the same, 2.1-4.5 ms). The first seconds after the ' +
     'listeners connect do, as far as this machine lets one tell: each run connects its 1,000 listeners just before ' +
     'it emits, and the node\'s young-generation collections of the next second copy their objects (4-10 ms pauses ' +
-    'in `--trace-gc`, 0.5-1.5 ms after). By hand on 2026-12-01 06:20-06:35 UTC, eight runs each in alternated ' +
+    'in `--trace-gc`, 0.5-1.5 ms after). By hand on 2026-12-01 06:11-06:17 UTC, eight runs each in alternated ' +
     'batches of four on fresh nodes: 1.98-4.27 ms (median 3.6) straight away, 1.59-2.68 ms (median 1.97) after ' +
     '2 s of emits not counted (`-w 2`), which the bench now takes for every notify run and every target. A ' +
     'minor mark-sweep instead of the scavenger (`--minor-ms`) made the pauses longer (p99 2.9-13.6 ms).',
