@@ -23,11 +23,12 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'The full run of 2026-12-01 06:11 UTC: 5,033 and 4,864/s, with the bare peer at 6,066 and 6,422/s in a slow ' +
-    'phase of the machine: the gateway at 79% of the floor, against 57% at 04:44 (4,392 against 7,720/s). Since then ' +
-    'route writes leave at most one batch a millisecond (broker/redis/write-queue.ts): the node\'s CPU per churned ' +
-    'client 219 against 247 µs by hand (three runs each, alternated), and `node bench/run.ts --only churn` read ' +
-    '5,422/s beside a bare peer at 8,638/s. 6,000/s still needs ~25% less per client. ' +
+    'The full run of 2026-12-01 06:48 UTC: 4,765 and 5,221/s (2.31× Socket.IO), the bare peer 7,776 and 6,377/s; ' +
+    'that of 06:11 UTC 5,033 and 4,864/s beside a bare peer at 6,066 and 6,422/s: the gateway at 70-79% of the ' +
+    'floor, against 57% at 04:44 (4,392 against 7,720/s), since route writes leave at most one batch a millisecond ' +
+    '(broker/redis/write-queue.ts): the node\'s CPU per churned client 219 against 247 µs by hand (three runs each, ' +
+    'alternated); `node bench/run.ts --only churn` read 5,422/s beside a bare peer at 8,638/s. 6,000/s still needs ' +
+    '~25% less per client. ' +
     'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
     'churn while the machine still has some left (full run of 2026-12-01 02:45 UTC: gateway 98%, 32 of it in the ' +
     'kernel; wsload 63; Redis 16; machine 178 of 200). The bare peer, driven by the same wire clients, churns ' +
@@ -61,8 +62,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'own client (socket.io-client at 100% of a core, the server at 66%), which is what its users run. Closing it is ' +
     'closing churn_subscribe_per_s.',
   notify_person_per_s:
-    'The full run of 2026-12-01 06:11 UTC: 16,105 and 16,869/s (2.27× Socket.IO, met; the bare peer 10,271/s). Since ' +
-    'then the emits of one turn of the event loop share one read of their event\'s shapes (broker/redis/broker.ts ' +
+    'Met in the full run of 2026-12-01 06:48 UTC: 21,243 and 21,394/s (2.92× Socket.IO; the bare peer 13,248/s). ' +
+    'That of 06:11 UTC read 16,105 and 16,869/s (2.27×; the bare peer 10,271/s). Since then the emits of one turn of the event loop share one read of their event\'s shapes (broker/redis/broker.ts ' +
     '#readShapes): ~60 unpaced emits to a turn, 2,790 SMEMBERS for 166,505 HGETs (INFO commandstats), so ~1 Redis ' +
     'command per emit instead of 2; by hand, 14 runs each alternated on a machine that swung 10,000-20,500/s, a ' +
     'median of 18,426/s against 14,936/s. ' +
@@ -89,8 +90,10 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and 1.77× (13,112 against 8,053, 15,709 against 8,852); those of 03:29 and 04:10 UTC 1.89× and 1.96×. The ' +
     'full run of 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before it 2.22×, 2.20×, 1.46× and 2.47×.',
   paced_p99_ms:
-    'The full run of 2026-12-01 06:11 UTC: 2.54 and 23.74 ms, in a phase where every target\'s tail was long (the ' +
-    'bare peer 4.55 and 3.93 ms, Socket.IO 6.16 and 8.36 ms; p50s 0.43-0.53 ms). ' +
+    'The full run of 2026-12-01 06:48 UTC, the first with 2 s of emits before each run: 20.93 and 1.31 ms; each ' +
+    'target had one such run (the bare peer 2.82 and 7.95 ms, Socket.IO 28.84 and 2.25 ms), and with two runs the ' +
+    'median is their mean. That of 06:11 UTC: 2.54 and 23.74 ms (the bare peer 4.55 and 3.93 ms, Socket.IO 6.16 ' +
+    'and 8.36 ms). ' +
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
     'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
@@ -117,8 +120,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'The full run of 2026-12-01 06:11 UTC, in a slow phase of the machine (the bare peer\'s churn 6,244/s against ' +
-    '8,638 an hour before): the ten broadcasts\' last told 205 to 425 ms, median 251 ms; the first the slowest. ' +
+    'The full run of 2026-12-01 06:48 UTC: the ten broadcasts\' last told 207 to 297 ms (median 247 ms). That of ' +
+    '06:11 UTC, in a slow phase of the machine (the bare peer\'s churn 6,244/s against 8,638 an hour before): 205 to ' +
+    '425 ms, median 251 ms, the first the slowest. ' +
     'The kernel\'s loopback TCP, one write per recipient. Per broadcast the node spends 20-40 ms in user space and ' +
     '150-230 ms in the kernel (its /proc/<pid>/stat read every 10 ms beside `wsload notify http://… --clients 18000 ' +
     '--per-worker 6000 -c 1 -R 1 -d 10 --broadcast` on a fresh node, 2026-12-01): each write system call also runs ' +
