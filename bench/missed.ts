@@ -92,7 +92,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
   paced_p99_ms:
     'The full run of 2026-12-01 06:48 UTC, the first with 2 s of emits before each run: 20.93 and 1.31 ms; each ' +
     'target had one such run (the bare peer 2.82 and 7.95 ms, Socket.IO 28.84 and 2.25 ms), and with two runs the ' +
-    'median is their mean. That of 06:11 UTC: 2.54 and 23.74 ms (the bare peer 4.55 and 3.93 ms, Socket.IO 6.16 ' +
+    'median is their mean. The sampler saw nothing of it: the machine at 26-44% of its 200 through both of the ' +
+    'gateway\'s runs (steal counted as busy), the node at 17-24% and wsload at 9-14% in each, so what held the ' +
+    'first one back is outside the processes it watches. That of 06:11 UTC: 2.54 and 23.74 ms (the bare peer 4.55 and 3.93 ms, Socket.IO 6.16 ' +
     'and 8.36 ms). ' +
     'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
     'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
