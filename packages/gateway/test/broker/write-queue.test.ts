@@ -6,14 +6,18 @@ import { WriteQueue } from '../../src/broker/redis/write-queue.ts';
 function recorder() {
   const sent: string[] = [];
   const answers = new Map<string, () => void>();
+  const sending = new Map<string, () => void>();
   const write = (name: string) => () => {
     sent.push(name);
+    sending.get(name)?.();
     return new Promise<void>((resolve) => answers.set(name, resolve));
   };
   const answer = (...names: string[]) => {
     for (const name of names) answers.get(name)!();
   };
-  return { sent, write, answer };
+  /** Resolves once the write of that name is sent. */
+  const sentOf = (name: string) => (sent.includes(name) ? Promise.resolve() : new Promise<void>((resolve) => sending.set(name, resolve)));
+  return { sent, write, answer, sentOf };
 }
 
 describe('WriteQueue', () => {
@@ -31,7 +35,7 @@ describe('WriteQueue', () => {
 
   it('sends the writes made within the gap together, in call order, after the first', async () => {
     const queue = new WriteQueue();
-    const { sent, write, answer } = recorder();
+    const { sent, write, answer, sentOf } = recorder();
     const first = queue.push(write('a'));
     const batch = ['b', 'c', 'd'].map((name) => queue.push(write(name)));
     assert.deepEqual(sent, ['a']);
@@ -39,7 +43,7 @@ describe('WriteQueue', () => {
     answer('a');
     await first;
     // The batch leaves at the gap's end, whether or not the first was answered; it settles with its last answer.
-    while (sent.length < 4) await new Promise((resolve) => setImmediate(resolve));
+    await sentOf('d');
     assert.deepEqual(sent, ['a', 'b', 'c', 'd']);
     let settled = false;
     void batch[0]!.then(() => (settled = true));

@@ -39,7 +39,8 @@ export class RedisBroker implements Broker {
   readonly #connection: Connection;
   readonly #keys: Keyspace;
   readonly #observer: BrokerObserver;
-  readonly #routes = new Map<string, Route>();
+  /** The keys of this node's routes. */
+  readonly #routes = new Set<string>();
   readonly #shapes: ShapeIndex;
   readonly #registry: RouteRegistry;
   /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
@@ -102,7 +103,7 @@ export class RedisBroker implements Broker {
   addRoute(route: Route): Promise<void> {
     // Its removal was not written yet: Redis holds the route still, or will once its add is written.
     if (this.#leaving.delete(route.key)) return this.#adding.get(route.key) ?? Promise.resolve();
-    this.#routes.set(route.key, route);
+    this.#routes.add(route.key);
     const firstOfShape = this.#shapes.hold(route);
     const added = this.#writes.push(() =>
       this.#write(() => {
