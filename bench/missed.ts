@@ -23,7 +23,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'The full run of 2026-12-01 06:48 UTC: 4,765 and 5,221/s (2.31× Socket.IO), the bare peer 7,776 and 6,377/s; ' +
+    'The full run of 2026-12-01 07:21 UTC: 4,702 and 4,790/s (1.96× Socket.IO), the bare peer 7,705 and 7,212/s. ' +
+    'That of 06:48 UTC: 4,765 and 5,221/s (2.31× Socket.IO), the bare peer 7,776 and 6,377/s; ' +
     'that of 06:11 UTC 5,033 and 4,864/s beside a bare peer at 6,066 and 6,422/s: the gateway at 70-79% of the ' +
     'floor, against 57% at 04:44 (4,392 against 7,720/s), since route writes leave at most one batch a millisecond ' +
     '(broker/redis/write-queue.ts): the node\'s CPU per churned client 219 against 247 µs by hand (three runs each, ' +
@@ -62,7 +63,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'own client (socket.io-client at 100% of a core, the server at 66%), which is what its users run. Closing it is ' +
     'closing churn_subscribe_per_s.',
   notify_person_per_s:
-    'Met in the full run of 2026-12-01 06:48 UTC: 21,243 and 21,394/s (2.92× Socket.IO; the bare peer 13,248/s). ' +
+    'The full run of 2026-12-01 07:21 UTC: 19,463 and 19,844/s (2.11× Socket.IO, whose runs read 9,746 and ' +
+    '8,923/s; the bare peer 14,239/s). Met in that of 06:48 UTC: 21,243 and 21,394/s (2.92×; the bare peer 13,248/s). ' +
     'That of 06:11 UTC read 16,105 and 16,869/s (2.27×; the bare peer 10,271/s). Since then the emits of one turn of the event loop share one read of their event\'s shapes (broker/redis/broker.ts ' +
     '#readShapes): ~60 unpaced emits to a turn, 2,790 SMEMBERS for 166,505 HGETs (INFO commandstats), so ~1 Redis ' +
     'command per emit instead of 2; by hand, 14 runs each alternated on a machine that swung 10,000-20,500/s, a ' +
@@ -90,7 +92,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'and 1.77× (13,112 against 8,053, 15,709 against 8,852); those of 03:29 and 04:10 UTC 1.89× and 1.96×. The ' +
     'full run of 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before it 2.22×, 2.20×, 1.46× and 2.47×.',
   paced_p99_ms:
-    'The full run of 2026-12-01 06:48 UTC, the first with 2 s of emits before each run: 20.93 and 1.31 ms; each ' +
+    'The full run of 2026-12-01 07:21 UTC: 23.74 and 1.59 ms (p50 0.39 ms); Socket.IO 2.08 and 24.42 ms, the bare ' +
+    'peer 2.03 and 3.33 ms; the gateway\'s one paced run with every client connected (18,000), 2.60 ms. ' +
+    'That of 06:48 UTC, the first with 2 s of emits before each run: 20.93 and 1.31 ms; each ' +
     'target had one such run (the bare peer 2.82 and 7.95 ms, Socket.IO 28.84 and 2.25 ms), and with two runs the ' +
     'median is their mean. The sampler saw nothing of it: the machine at 26-44% of its 200 through both of the ' +
     'gateway\'s runs (steal counted as busy), the node at 17-24% and wsload at 9-14% in each, so what held the ' +
@@ -122,7 +126,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'The full run of 2026-12-01 06:48 UTC: the ten broadcasts\' last told 207 to 297 ms (median 247 ms). That of ' +
+    'The full run of 2026-12-01 07:21 UTC: the ten broadcasts\' last told 200 to 311 ms (median 241 ms). That of ' +
+    '06:48 UTC: 207 to 297 ms (median 247 ms). That of ' +
     '06:11 UTC, in a slow phase of the machine (the bare peer\'s churn 6,244/s against 8,638 an hour before): 205 to ' +
     '425 ms, median 251 ms, the first the slowest. ' +
     'The kernel\'s loopback TCP, one write per recipient. Per broadcast the node spends 20-40 ms in user space and ' +
