@@ -168,7 +168,7 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * Read once for the emits of a turn (unpaced, one in several): they all began before their batch leaves, so the
+   * One read for all the emits of a turn (unpaced, ~60 of them): they all began before their batch leaves, so the
    * one read is as recent as each of theirs would be.
    */
   #readShapes(event: string): Promise<string[]> {
