@@ -20,9 +20,11 @@ function recorder() {
   return { sent, write, answer, sentOf };
 }
 
+const unexpected = (error: Error): void => assert.fail(`no write should fail: ${error.message}`);
+
 describe('WriteQueue', () => {
   it('sends a write at once when none left within the gap, and settles when it is answered', async () => {
-    const queue = new WriteQueue();
+    const queue = new WriteQueue(unexpected);
     const { sent, write, answer } = recorder();
     let settled = false;
     const first = queue.push(write('a')).then(() => (settled = true));
@@ -34,7 +36,7 @@ describe('WriteQueue', () => {
   });
 
   it('sends the writes made within the gap together, in call order, after the first', async () => {
-    const queue = new WriteQueue();
+    const queue = new WriteQueue(unexpected);
     const { sent, write, answer, sentOf } = recorder();
     const first = queue.push(write('a'));
     const batch = ['b', 'c', 'd'].map((name) => queue.push(write(name)));
@@ -55,7 +57,7 @@ describe('WriteQueue', () => {
   });
 
   it('once dropped, sends nothing more and settles the waiting writes', async () => {
-    const queue = new WriteQueue();
+    const queue = new WriteQueue(unexpected);
     const { sent, write, answer } = recorder();
     void queue.push(write('a'));
     const waiting = queue.push(write('b'));
@@ -65,5 +67,18 @@ describe('WriteQueue', () => {
     answer('a');
     await new Promise((resolve) => setTimeout(resolve, 5));
     assert.deepEqual(sent, ['a']);
+  });
+
+  it('reports a failed write and still settles its promise and its batch', async () => {
+    const failures: string[] = [];
+    const queue = new WriteQueue((error) => failures.push(error.message));
+    await queue.push(() => Promise.reject(new Error('first')));
+    await queue.push(
+      () => Promise.reject(new Error('second')),
+      () => {
+        throw new Error('third');
+      },
+    );
+    assert.deepEqual(failures.sort(), ['first', 'second', 'third']);
   });
 });

@@ -48,7 +48,11 @@ export class RedisBroker implements Broker {
   /** Each event's read of its shapes while the batch it leaves in is unsent: the emits of one turn share it. */
   readonly #shapeReads = new Map<string, { batch: number; shapes: Promise<string[]> }>();
   readonly #lease: Lease;
-  readonly #writes = new WriteQueue();
+  /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
+  readonly #writes = new WriteQueue((error) => {
+    this.#lease.markStale();
+    this.#observer.writeFailed(error);
+  });
   /** Each route's add while it is being written, for a route that comes back before its removal was written. */
   readonly #adding = new Map<string, Promise<void>>();
   /** Routes whose removal waits for the next batch (still in #routes and held in #shapes until written). */
@@ -105,12 +109,10 @@ export class RedisBroker implements Broker {
     if (this.#leaving.delete(route.key)) return this.#adding.get(route.key) ?? Promise.resolve();
     this.#routes.add(route.key);
     const firstOfShape = this.#shapes.hold(route);
-    const added = this.#writes.push(() =>
-      this.#write(() => {
-        const registered = this.#registry.add(route.key);
-        return firstOfShape ? Promise.all([registered, this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : registered;
-      }),
-    );
+    const added = this.#writes.push(() => {
+      const registered = this.#registry.add(route.key);
+      return firstOfShape ? Promise.all([registered, this.#shapes.publishShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : registered;
+    });
     this.#adding.set(route.key, added);
     void added.then(() => {
       if (this.#adding.get(route.key) === added) this.#adding.delete(route.key);
@@ -218,28 +220,17 @@ export class RedisBroker implements Broker {
     const writes = [...this.#leaving.values()].map((route) => this.#removal(route));
     this.#leaving.clear();
     this.#removals = undefined;
-    void this.#writes.push(() => Promise.all(writes.map((write) => write()))).then(() => removals.resolve());
+    void this.#writes.push(...writes).then(() => removals.resolve());
   }
 
   /** Forgets the route here at once; the answered write removes it from Redis, when the queue sends it. */
   #removal(route: Route): Write {
     this.#routes.delete(route.key);
     const lastOfShape = this.#shapes.release(route);
-    return () =>
-      this.#write(() => {
-        const removed = this.#registry.remove(route.key, this.#routes.size === 0);
-        return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
-      });
-  }
-
-  /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
-  async #write(operation: () => Promise<unknown>): Promise<void> {
-    try {
-      await operation();
-    } catch (error) {
-      this.#lease.markStale();
-      this.#observer.writeFailed(error as Error);
-    }
+    return () => {
+      const removed = this.#registry.remove(route.key, this.#routes.size === 0);
+      return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
+    };
   }
 
   /** Write this node's whole state again. Idempotent: route scripts, set members and bits. */
