@@ -90,6 +90,31 @@ test('a client that does not answer pings is closed; one that answers stays', as
   await pinging.close();
 });
 
+test('pings are spread over the interval, each client pinged once an interval', async () => {
+  // Ten ticks of 100 ms: ten clients are pinged one a tick, not ten in one burst (which, at 10,000 clients, held
+  // every other write of the node back).
+  const pinging = await startNode((raw) => {
+    raw.websocket = { pingIntervalMs: 1000 };
+  });
+  const clients = await Promise.all(Array.from({ length: 10 }, () => TestSocket.connect(pinging, api)));
+  try {
+    const pingTimes = await Promise.all(clients.map(async (client) => {
+      const times: number[] = [];
+      while (times.length < 2) {
+        await once(client.socket, 'ping');
+        times.push(performance.now());
+      }
+      return times;
+    }));
+    const firsts = pingTimes.map(([first]) => first!);
+    assert.ok(Math.max(...firsts) - Math.min(...firsts) >= 500, `first pings within ${Math.max(...firsts) - Math.min(...firsts)} ms`);
+    for (const [first, second] of pingTimes) assert.ok(second! - first! >= 800, `pinged again after ${second! - first!} ms`);
+  } finally {
+    await Promise.all(clients.map((client) => client.close()));
+    await pinging.close();
+  }
+});
+
 async function countPings(client: TestSocket, wanted: number): Promise<number> {
   let pings = 0;
   while (pings < wanted) {
