@@ -30,8 +30,8 @@ const CHURN_WARMUP_S = QUICK ? 2 : 5;
 const NOTIFY_S = QUICK ? 5 : 10;
 /**
  * Seconds of each paced one-person run: the published runs' 60. Its figure is a tail (p99 of 1,000 a second), which
- * ten seconds decide by the 100 slowest deliveries: one stall of this VM of ~120 ms (its vCPUs held back by the
- * host; a C process sleeping 1 ms at a time wakes 5-35 ms late several times a run) made a run read 20-30 ms.
+ * ten seconds decide by the 100 slowest deliveries: one stall of ~120 ms (the node's ping sweep, when it pinged all
+ * its clients at once; here a C process sleeping 1 ms at a time also wakes 5-35 ms late at this load) made a run read 20-30 ms.
  */
 const PACED_S = QUICK ? 5 : 60;
 /**
