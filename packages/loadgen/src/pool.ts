@@ -98,7 +98,13 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
         }
       }, PACE_MS);
     });
-    if (this.#ready + this.#failed < this.#clients.length) await new Promise<void>((resolve) => (this.#settled = resolve));
+    // Retried first connects (--reconnect) may go on until the run ends: an abort stops the wait for them.
+    if (this.#ready + this.#failed < this.#clients.length && !signal?.aborted) {
+      await new Promise<void>((resolve) => {
+        this.#settled = resolve;
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
   }
 
   #startNext(): void {
@@ -128,7 +134,13 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#settle();
   }
 
+  /** With --reconnect a first connect that failed is tried again (reconnect.ts): it counts once ready or refused for good. */
   failed(client: LoadClient, reason: string): void {
+    if (this.#reconnector) this.#reconnector.failed(client, reason);
+    else this.firstConnectFailed(client, reason);
+  }
+
+  firstConnectFailed(client: LoadClient, reason: string): void {
     if (client.connectedAt > 0) this.#connected++;
     this.#failed++;
     this.#failures[reason] = (this.#failures[reason] ?? 0) + 1;
@@ -141,6 +153,11 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     if (this.#firstDropAt === 0) this.#firstDropAt = now;
     this.#level.record(now, 'dropped');
     this.#reconnector?.dropped(client, now, code);
+  }
+
+  joined(client: LoadClient): void {
+    this.#clients[client.index - this.#spec.first] = client;
+    this.ready(client);
   }
 
   back(client: LoadClient, awayMs: number): void {

@@ -4,10 +4,13 @@
  * (`reconnectDelayAfter`: up to the lower bound after a 1001, else a random time between the bounds), connects
  * again through the same URL with the same tokens and sends the same REGISTER. A refused attempt (HTTP 503 from a
  * draining node or from admission under a storm, ECONNREFUSED while the node is down, a timeout) waits again, the
- * full window as the SDK's later attempts do (`reconnectDelay`), and tries again, until the run ends. Also here:
- * what the report says about it.
+ * full window as the SDK's later attempts do (`reconnectDelay`), and tries again, until the run ends. A first
+ * connect that fails so is tried again the same way (the SDK's `retryFirstConnect`). A refusal in the node's own
+ * words (a token or a REGISTER refused) would only be refused again, and ends the client. Also here: what the
+ * report says about it.
  */
 import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
+import { ErrorCode } from '@herald/protocol';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
@@ -27,7 +30,17 @@ export interface ReconnectPolicy {
  */
 export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notification'> {
   back(client: LoadClient, awayMs: number): void;
+  /** A client whose first connect failed is ready at last, on a later attempt. */
+  joined(client: LoadClient): void;
+  /** An attempt failed: another follows, unless it was refused for good (the client then stays away). */
   retryFailed(reason: string): void;
+  /** A first connect was refused for good: the client has failed. */
+  firstConnectFailed(client: LoadClient, reason: string): void;
+}
+
+/** Whether an attempt that failed for `reason` (LoadClient's) may succeed if made again: all but the node's refusals. */
+export function retriable(reason: string): boolean {
+  return !(reason in ErrorCode) || reason === ErrorCode.UNAVAILABLE || reason === ErrorCode.INTERNAL;
 }
 
 /** Observes the reconnect attempts: a new LoadClient per attempt, with the dropped client's index and plan. */
@@ -35,7 +48,7 @@ export class Reconnector implements ClientObserver {
   readonly #policy: ReconnectPolicy;
   readonly #host: ReconnectHost;
   readonly #options: (index: number) => ClientOptions;
-  /** Client index → clockMs of its drop, while it is away. */
+  /** Client index → clockMs of its drop, while it is away; a first connect being retried has none. */
   readonly #droppedAt = new Map<number, number>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #attempts = new Set<LoadClient>();
@@ -67,16 +80,19 @@ export class Reconnector implements ClientObserver {
 
   ready(attempt: LoadClient): void {
     this.#attempts.delete(attempt);
-    // Set by `dropped` before the first attempt.
-    const awayMs = clockMs() - this.#droppedAt.get(attempt.index)!;
+    const droppedAt = this.#droppedAt.get(attempt.index);
+    if (droppedAt === undefined) return this.#host.joined(attempt);
     this.#droppedAt.delete(attempt.index);
-    this.#host.back(attempt, awayMs);
+    this.#host.back(attempt, clockMs() - droppedAt);
   }
 
+  /** An attempt failed: a dropped client's, or a first connect (the pool hands those here too). */
   failed(attempt: LoadClient, reason: string): void {
     this.#attempts.delete(attempt);
+    const again = retriable(reason);
+    if (!again && !this.#droppedAt.has(attempt.index)) return this.#host.firstConnectFailed(attempt, reason);
     this.#host.retryFailed(reason);
-    this.#retry(attempt, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
+    if (again) this.#retry(attempt, reconnectDelay(this.#policy.minDelayMs, this.#policy.maxDelayMs));
   }
 
   /** A client that came back was dropped again: the host counts it, and hands it back through `dropped`. */

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Histogram } from '../src/histogram.ts';
 import { parseCommand, UsageError } from '../src/options.ts';
-import { reconnectFigures } from '../src/reconnect.ts';
+import { reconnectFigures, retriable } from '../src/reconnect.ts';
 import { emptySnapshot, mergeSnapshots, type PoolSnapshot } from '../src/snapshot.ts';
 import { Timeline } from '../src/timeline.ts';
 
@@ -93,4 +93,9 @@ test('clients that reconnect share a source address 1,000 at a time by default, 
   assert.equal(perAddress('--reconnect'), 1000);
   assert.equal(perAddress('--reconnect', '--per-address', '2000'), 2000);
   assert.equal((parseCommand(['notify', 'http://127.0.0.1:1', '--clients', '18000', '--await-return', '30']) as { perAddress: number }).perAddress, 1000);
+});
+
+test('an attempt is made again after a failed transport, not after the node refused the tokens or the REGISTER', () => {
+  for (const reason of ['timeout', 'ECONNREFUSED', 'ECONNRESET', 'HTTP 503', 'closed 1006', 'UNAVAILABLE', 'INTERNAL']) assert.ok(retriable(reason), reason);
+  for (const reason of ['TOKEN_INVALID', 'TOKEN_EXPIRED', 'CRITERIA_NOT_YOURS', 'CAN_CONNECT_REFUSED', 'UNKNOWN_EVENT']) assert.ok(!retriable(reason), reason);
 });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -139,6 +140,40 @@ test('listen: held listeners count what an application emits', async () => {
   assert.equal(report.counts.received, 15);
   assert.equal(report.counts.timed, 15);
   assert.equal(report.latency.delivery?.count, 15);
+});
+
+test('fill --reconnect: first connects a busy node refused (HTTP 503) are made again until a node takes them', async () => {
+  const clients = 4;
+  let refused = 0;
+  let allRefused!: () => void;
+  const refusedAll = new Promise<void>((resolve) => (allRefused = resolve));
+  // What admission answers under a storm, to every upgrade.
+  const busy = createServer((socket) => {
+    socket.on('error', () => {}); // the refused client resets the connection
+    socket.once('data', () => {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+      if (++refused === clients) allRefused();
+    });
+  });
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  const { port } = busy.address() as AddressInfo;
+  const file = join(dir, 'first-connect.json');
+  const argv = [CLI, 'fill', `ws://127.0.0.1:${port}`, '--http', http, '--clients', String(clients), '--rate', '1000', '--hold', '0',
+    '--reconnect', '--reconnect-min', '0.1', '--reconnect-max', '0.3', '--json', file, '-q'];
+  const running = promisify(execFile)(process.execPath, argv, { timeout: 30_000 });
+  await refusedAll;
+  await new Promise((resolve) => busy.close(resolve));
+  const taker = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port, host: '127.0.0.1' }));
+  try {
+    await taker.listen();
+    await running;
+  } finally {
+    await taker.close();
+  }
+  const report = JSON.parse(readFileSync(file, 'utf8')) as RunReport;
+  assert.equal(report.counts.ready, clients, JSON.stringify(report.failures));
+  assert.equal(report.counts.failed, 0);
+  assert.ok(report.failures['reconnect HTTP 503']! >= clients, JSON.stringify(report.failures));
 });
 
 /** What a restart does: drain the node (1001 to every client), then a new one on the same port. */
