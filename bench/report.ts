@@ -278,8 +278,9 @@ The two client sides differ too: wsload's clients are plain TCP sockets speaking
 (packages/loadgen/src/wire.ts; 250-270 µs of CPU per connect and REGISTER here, where a \`ws\` client took ~370 µs) and its
 emitter writes raw HTTP/1.1; peer-load drives the bare peer with the same wire clients (with \`ws\` clients its churn
 read ~5,300/s, the load generator the limit, against ~8,400/s) and Socket.IO with socket.io-client (that protocol's
-own client), and emits through Node's \`http.request\`. Where the client side is the limit, this favours the gateway
-over Socket.IO; Socket.IO's figures are what its usual client reaches.
+own client), and emits through wsload's HTTP client for every peer (with Node's \`http.request\` its process spent ~45%
+more CPU on a Socket.IO notify run). Where socket.io-client is the limit, this favours the gateway over Socket.IO;
+Socket.IO's figures are what its usual client reaches.
 
 ## Figures
 

@@ -4,6 +4,7 @@
  * the emitter spends little of the CPU it shares with the node under test.
  */
 import { connect, type Socket } from 'node:net';
+import { readInto } from './receive.ts';
 
 export interface HttpTarget {
   host: string;
@@ -66,9 +67,8 @@ export class HttpConnection {
 
   #open(): Socket {
     const { host, port, timeoutMs } = this.#target;
-    const socket = connect({ host, port, noDelay: true });
+    const socket = connect({ host, port, noDelay: true, onread: readInto({ push: (chunk) => this.#onData(chunk) }) });
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error('timeout')));
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => this.#finish(0, error.code ?? error.message));
     socket.on('close', () => {
       if (this.#socket === socket) this.#socket = undefined;
@@ -78,11 +78,12 @@ export class HttpConnection {
     return socket;
   }
 
+  /** `chunk` is only read during the call (receive.ts): an incomplete response is copied. */
   #onData(chunk: Buffer): void {
     const bytes = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
     const status = responseStatus(bytes);
     if (status === INCOMPLETE) {
-      this.#pending = bytes;
+      this.#pending = Buffer.from(bytes);
       return;
     }
     this.#pending = undefined;

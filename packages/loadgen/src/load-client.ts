@@ -5,6 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import { firstErrorCode, frameType, registerAccepted } from './frames.ts';
 import type { ClientPlan } from './roster.ts';
+import { readInto } from './receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
 
 export interface ClientObserver {
@@ -69,15 +70,14 @@ export class LoadClient implements WireHandler {
     this.#state = 'connecting';
     this.#timer = setTimeout(() => this.#fail('timeout'), this.#options.timeoutMs);
     const { hostname, port } = new URL(this.plan.url);
-    const tcp = connect({ host: hostname, port: Number(port || 80), localAddress: this.#options.localAddress, noDelay: true });
     const reader = new WireReader(this);
+    const tcp = connect({ host: hostname, port: Number(port || 80), localAddress: this.#options.localAddress, noDelay: true, onread: readInto(reader) });
     this.#tcp = tcp;
     this.#reader = reader;
     tcp.once('connect', () => {
       this.tcpAt = performance.now();
       tcp.write(upgradeRequest(this.plan.url));
     });
-    tcp.on('data', (chunk: Buffer) => reader.push(chunk));
     tcp.on('error', (error: NodeJS.ErrnoException) => this.#fail(error.code ?? error.message));
     tcp.on('close', () => this.#onClose(this.#closeCode));
   }

@@ -77,7 +77,10 @@ export interface WireHandler {
   malformed(reason: string): void;
 }
 
-/** Reads the upgrade's answer, then frames, from the chunks of one connection as they come. */
+/**
+ * Reads the upgrade's answer, then frames, from the chunks of one connection as they come. A chunk is only read
+ * during `push` (it may be the process's shared receive buffer, receive.ts): what is left for the next is copied.
+ */
 export class WireReader {
   readonly #handler: WireHandler;
   #pending: Buffer | undefined;
@@ -100,7 +103,7 @@ export class WireReader {
     this.#pending = undefined;
     if (!this.#upgraded) {
       const headEnd = bytes.indexOf(HEAD_END);
-      if (headEnd < 0) return void (this.#pending = bytes);
+      if (headEnd < 0) return void (this.#pending = Buffer.from(bytes));
       if (!this.#accepted(bytes.subarray(0, headEnd + 2))) return this.#handler.refused(statusOf(bytes));
       this.#upgraded = true;
       this.#handler.upgraded?.();
@@ -112,7 +115,7 @@ export class WireReader {
       if (used === 0) break;
       at += used;
     }
-    if (at < bytes.length && !this.#stopped) this.#pending = bytes.subarray(at);
+    if (at < bytes.length && !this.#stopped) this.#pending = Buffer.from(bytes.subarray(at));
   }
 
   #accepted(head: Buffer): boolean {
