@@ -87,37 +87,40 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'Follows notify_person_per_s: Socket.IO moves less with the machine (its node is at ~75% of a core, its load ' +
-    'generator at ~88%). The full run of 2026-12-01 04:44 UTC: 1.71× (14,411 against 8,453/s), its two runs 1.63× ' +
-    'and 1.77× (13,112 against 8,053, 15,709 against 8,852); those of 03:29 and 04:10 UTC 1.89× and 1.96×. The ' +
-    'full run of 01:34 UTC: 1.71× (15,590 against 9,096/s); the runs before it 2.22×, 2.20×, 1.46× and 2.47×.',
+    'Both servers are the limit now, not their clients: in the full run of 2026-12-01 20:35 UTC the gateway\'s node ' +
+    'ran at 93% of a core and Socket.IO\'s at 96% ("Where the CPU went"), their load generators at ~22% and ~27% ' +
+    '(1.47×: 24,562 against 16,694/s). Until that run peer-load emitted through Node\'s http client, which cost its ' +
+    'process ~45% more CPU than wsload\'s emitter on the same 2 cores; with wsload\'s HTTP client for every peer ' +
+    'Socket.IO read 16,664-16,723/s instead of 9,300-12,800/s in the earlier full runs (their ratios 1.71-2.92×). ' +
+    'The two do different work per emit: Socket.IO\'s redis adapter writes to its local sockets at once and ' +
+    'publishes the emit to every node without waiting (each node gets every emit), where the gateway first asks ' +
+    'Redis which nodes hold the route (one HGET; a turn\'s emits share one SMEMBERS), so that an emit reaches only ' +
+    'the nodes that need it, and answers once it is routed. Where the node\'s time goes (`--cpu-prof`, fresh node ' +
+    'on Redis, `wsload notify http://… --clients 1000 -c 100 -w 2 -d 10`, 2026-12-01): write system calls (the HTTP ' +
+    'answer, the NOTIFICATION frame, Redis) 31% of its busy time, fastify with its JSON body parser ~8%, ioredis ~6%, ' +
+    'our broker ~6% and hub ~4%, GC ~5%. What a paced emit allocates (sampling heap profile with collected objects, ' +
+    '5 s of `-R 1000`): ~26 KB, fastify 5.8 KB, Node\'s HTTP 5.4 KB, our broker 5.7 KB, ioredis 3.9 KB (~2.4 KB a ' +
+    'command), hub 2.1 KB. Would close it: ~30% less per emit on the node, which means the emit route off fastify\'s ' +
+    'Request/Reply and a RESP reader of our own for an emit\'s two reads instead of ioredis\'s Command objects; or ' +
+    'emits taken by more than one core (a second node process on the port)',
   paced_p99_ms:
-    'The full run of 2026-12-01 07:21 UTC: 23.74 and 1.59 ms (p50 0.39 ms); Socket.IO 2.08 and 24.42 ms, the bare ' +
-    'peer 2.03 and 3.33 ms; the gateway\'s one paced run with every client connected (18,000), 2.60 ms. ' +
-    'That of 06:48 UTC, the first with 2 s of emits before each run: 20.93 and 1.31 ms; each ' +
-    'target had one such run (the bare peer 2.82 and 7.95 ms, Socket.IO 28.84 and 2.25 ms), and with two runs the ' +
-    'median is their mean. The sampler saw nothing of it: the machine at 26-44% of its 200 through both of the ' +
-    'gateway\'s runs (steal counted as busy), the node at 17-24% and wsload at 9-14% in each, so what held the ' +
-    'first one back is outside the processes it watches. That of 06:11 UTC: 2.54 and 23.74 ms (the bare peer 4.55 and 3.93 ms, Socket.IO 6.16 ' +
-    'and 8.36 ms). ' +
-    'Was GC: with ioredis\'s autopipelining each young-generation collection of the node found ~1.5 MB alive (a ' +
-    'batch of commands in flight holding the next ones back) and paused 2.5-7 ms (`--trace-gc-nvp`); with the ' +
-    'corked socket 20-35 KB are alive and pauses are 0.7-0.9 ms. By hand (`wsload notify http://… --clients 1000 ' +
-    '-c 100 -R 1000 -d 10` on a fresh node) p99 2.8-3.4 ms remains; the full runs read 1.66, 1.13, 2.23, 1.59 and ' +
-    '2.37 ms (that of 2026-12-01 02:45 UTC, 2.92 and 1.81 ms in its two runs), then 3.16 ms (03:29 UTC: 3.00 and ' +
-    '3.32), 17.51 ms (04:10 UTC, a slow phase of the machine: 4.37 and 30.66; the bare peer 3.05) and 12.40 ms ' +
-    '(04:44 UTC: 2.20 and 22.59): wsload\'s own collections (its emitter paused a median 1.8 ms, at most 5.8 ms, `node --trace-gc ' +
-    'packages/loadgen/src/cli.ts notify …`) and three processes on 2 cores. By hand on 2026-12-01 between 03:58 ' +
-    'and 04:10 UTC (fresh node, a fill of 9,000, then paced runs one after another), 19 runs read p99 2.1 to ' +
-    '8.2 ms and one 37.5 ms, p50 0.44 to 0.81 ms, under the same conditions; the emitter\'s HTTP answers have ' +
-    'the same p99 as the deliveries, so the delay is shared by the whole path. The node\'s ping sweep does not ' +
-    'explain it (every 60 s: runs with pings every 10 min read the same, 2.1-4.5 ms). The first seconds after the ' +
-    'listeners connect do, as far as this machine lets one tell: each run connects its 1,000 listeners just before ' +
-    'it emits, and the node\'s young-generation collections of the next second copy their objects (4-10 ms pauses ' +
-    'in `--trace-gc`, 0.5-1.5 ms after). By hand on 2026-12-01 06:11-06:17 UTC, eight runs each in alternated ' +
-    'batches of four on fresh nodes: 1.98-4.27 ms (median 3.6) straight away, 1.59-2.68 ms (median 1.97) after ' +
-    '2 s of emits not counted (`-w 2`), which the bench now takes for every notify run and every target. A ' +
-    'minor mark-sweep instead of the scavenger (`--minor-ms`) made the pauses longer (p99 2.9-13.6 ms).',
+    'Met in the full run of 2026-12-01 20:35 UTC (2.00 and 1.50 ms; Socket.IO 4.50 and 4.04, the bare peer 4.16 ' +
+    'and 2.75), missed in that of 19:43 UTC (4.59 and 4.09 ms, the bare peer 1.64): the tail moves with the ' +
+    'machine more than with the code. Its floor here: a message relayed through three processes at 1,000/s ' +
+    '(client → relay → echo and back, plain TCP, Node) returns in p99 0.39 ms, so the gateway\'s path (emitter → ' +
+    'node → Redis → node → listener) leaves ~1 ms of the 2 to the processes. By hand (fresh node on Redis, a fill ' +
+    'of 9,000, `wsload notify http://… --clients 1000 -c 100 -w 2 -R 1000 -d 20`, 2026-12-01 20:15-20:30 UTC): p99 ' +
+    '1.54-2.42 ms; 60-s runs after unpaced runs 0.85 ms, and 1.39 ms on a node that had also held 8,000 more ' +
+    'clients and churned 340,000. The slow deliveries (over 1.5 ms) come alone or in twos, 10-20 a second in the ' +
+    'first seconds and 0-8 a second after ~15 s, not in stalls; the emitter\'s HTTP answers have the same p99, so ' +
+    'the delay is on the shared path. The node scavenges every ~0.55 s for 0.45-1.5 ms (`--trace-gc`): a paced ' +
+    'emit allocates ~26 KB (see notify_person_vs_socketio). The machine adds its own: the kernel is booted with ' +
+    '`haltpoll.guest_halt_poll_ns=0`, so an idle vCPU is woken through the host, and a C process sleeping 1 ms at ' +
+    'a time woke 5-35 ms late several times a minute under this load (never at idle); 200 µs of polling (set by ' +
+    'hand, then back) took two 20-s runs from 5.26/4.14 to 3.58/2.33 ms. Each run emits 2 s before it counts ' +
+    '(`-w 2`): its listeners connect just before, and the collections of the next second copy them (4-10 ms ' +
+    'pauses, 0.5-1.5 ms after). Would close it for good: fewer bytes allocated per emit (fewer scavenges), and ' +
+    'idle vCPUs that poll before they halt',
   broadcast_1k_per_s:
     'Was the write system call per recipient: the node\'s profile was 76% in the native write (handleWriteReq), ' +
     '~4.8 µs per loopback write here (`wsload notify http://… --clients 1000 -c 100 -d 10 --broadcast`), 145,000-' +
@@ -126,30 +129,19 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'The full run of 2026-12-01 07:21 UTC: the ten broadcasts\' last told 200 to 311 ms (median 241 ms). That of ' +
-    '06:48 UTC: 207 to 297 ms (median 247 ms). That of ' +
-    '06:11 UTC, in a slow phase of the machine (the bare peer\'s churn 6,244/s against 8,638 an hour before): 205 to ' +
-    '425 ms, median 251 ms, the first the slowest. ' +
-    'The kernel\'s loopback TCP, one write per recipient. Per broadcast the node spends 20-40 ms in user space and ' +
-    '150-230 ms in the kernel (its /proc/<pid>/stat read every 10 ms beside `wsload notify http://… --clients 18000 ' +
-    '--per-worker 6000 -c 1 -R 1 -d 10 --broadcast` on a fresh node, 2026-12-01): each write system call also runs ' +
-    'the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient, and no system call writes to many TCP ' +
-    'sockets at once. The JS (one frame encoded, a write per socket) is ~15% of it; a frame per recipient, so ' +
-    'holding a turn\'s frames per client saves nothing here. The last client is told when its wsload process (three ' +
-    'hold the 18,000, on the same 2 cores) reads it: in that run p50 154 ms and the slowest of the 10 broadcasts ' +
-    '406 ms; 226-297 ms by hand on other fresh nodes, 249-490 ms in the full runs (274, 273 and 264 ms in the three of 2026-12-01 01:34-02:45). ' +
-    'The slowest broadcast is the typical one, not an outlier: wsload now reports each broadcast\'s last told, and ' +
-    'the ten of the full run of 03:29 UTC read 217 to 286 ms (median 252); in that of 04:10 UTC the first read 463 ms ' +
-    'and the nine after it 222 to 299 ms (median of the ten 240); in that of 04:44 UTC 193 to 286 ms, four of the ' +
-    'ten within 200 ms (median 207). Where the kernel time goes (`perf record -g -p ' +
-    '<node>` for 7 s of the broadcasts on a fresh node, 2026-12-01): 74% of the node\'s samples are in the kernel, ' +
-    '68% in write system calls; 37% is the receiving sockets\' TCP (the loopback runs it in the sender\'s system ' +
-    'call), a third of that waking their readers (`sock_def_readable`, the interrupt-enabling unlock after the ' +
-    'wakeup 12% on its own); the node\'s own send path is ~25%. With the clients on other machines the receiving ' +
-    'half would run there: ~150 ms of the node per broadcast instead of ~250. GC is under 1.5 ms of a fan-out; ' +
-    'the young-generation collections of 10-15 ms in `--trace-gc` come when the 18,000 leave. The bare ws peer, ' +
-    'which does the same writes, was measured at 190-270 ms for the issue. Would close it: the load generators on ' +
-    'other machines (the receiving ends\' TCP and reads then run there), or the fan-out spread over more cores.',
+    'The kernel\'s loopback TCP, one write per recipient, with the readers on the same 2 cores. In the full run of ' +
+    '2026-12-01 20:35 UTC the ten broadcasts\' last told read 195-316 ms (median 223), in that of 19:43 UTC 311-453 ms ' +
+    '(median 335), in those of 06:48 and 07:21 UTC 200-311 ms (medians 241-247); on a fresh node by hand (`wsload ' +
+    'notify http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`) medians 219-286 ms. Per ' +
+    'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ms): ' +
+    'each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient (`perf ' +
+    'record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a third of that ' +
+    'the wakeups); no system call writes to many TCP sockets at once, and the JS (one frame, a write per socket) is ' +
+    '~15%. The last client is told when its wsload process reads it: three hold the 18,000 beside the node; each ' +
+    'reads a frame in ~6 µs since they share one receive buffer (receive.ts; ~7.5 µs before). GC is under 1.5 ms of ' +
+    'a fan-out. The bare ws peer, which does the same writes, was measured at 190-270 ms for the issue. Would close ' +
+    'it: the load generators on other machines (the receiving ends\' TCP and reads then run there: ~150 ms of the ' +
+    'node per broadcast instead of ~250), or the fan-out spread over more cores',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
     '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +
