@@ -34,6 +34,20 @@ function recorder(): { handler: WireHandler; seen: string[] } {
   return { handler, seen };
 }
 
+test('what is left of a chunk for the next is the reader\'s own copy: the shared receive buffer is written over by the next read', () => {
+  const { handler, seen } = recorder();
+  const reader = new WireReader(handler);
+  const bytes = Buffer.concat([Buffer.from(UPGRADED), serverFrame(Opcode.TEXT, 'hello world, in two reads')]);
+  const shared = Buffer.alloc(bytes.length);
+  // The head cut in two, then the frame cut in two: each piece pushed as a view of the one buffer, as receive.ts does.
+  for (const [from, to] of [[0, 40], [40, UPGRADED.length + 9], [UPGRADED.length + 9, bytes.length]] as const) {
+    shared.fill(0x2a);
+    bytes.copy(shared, 0, from, to);
+    reader.push(shared.subarray(0, to - from));
+  }
+  assert.deepEqual(seen, ['upgraded', 'message 25 hello world,']);
+});
+
 test('the upgrade asks for a WebSocket on the path and query of the URL', () => {
   const request = upgradeRequest('ws://127.0.0.1:8080/?x-am-authorization=a.b.c');
   assert.match(request, /^GET \/\?x-am-authorization=a\.b\.c HTTP\/1\.1\r\nHost: 127\.0\.0\.1:8080\r\n/);
