@@ -100,9 +100,15 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'answer, the NOTIFICATION frame, Redis) 31% of its busy time, fastify with its JSON body parser ~8%, ioredis ~6%, ' +
     'our broker ~6% and hub ~4%, GC ~5%. What a paced emit allocates (sampling heap profile with collected objects, ' +
     '5 s of `-R 1000`): ~26 KB, fastify 5.8 KB, Node\'s HTTP 5.4 KB, our broker 5.7 KB, ioredis 3.9 KB (~2.4 KB a ' +
-    'command), hub 2.1 KB. Would close it: ~30% less per emit on the node, which means the emit route off fastify\'s ' +
-    'Request/Reply and a RESP reader of our own for an emit\'s two reads instead of ioredis\'s Command objects; or ' +
-    'emits taken by more than one core (a second node process on the port)',
+    'command), hub 2.1 KB. 1.8× needs ~33 µs of the node per emit instead of ~40. Measured apart (2026-12-01): an ' +
+    'HGET through ioredis, corked in batches of 60 as the gateway sends them, costs 3.2-4.9 µs of CPU, and 1.3-1.6 µs ' +
+    'through a minimal RESP writer and reader on a plain socket (/tmp probe, 120,000 HGETs, same Redis); the same ' +
+    'JSON POST answered by node:http alone costs its server 15.7-19.1 µs, by fastify with the emit route\'s schema ' +
+    'and hook 17.8-26.2 µs (50 keep-alive connections, wsload\'s HTTP client). So a RESP reader of our own saves ' +
+    '~2-3 µs, fastify\'s share is within the noise, and the HTTP call itself (~16-19 µs, Socket.IO pays it too) and ' +
+    'the frame\'s write system call are most of the rest. Would close it: a RESP reader for an emit\'s reads, fewer ' +
+    'allocations in the broker and hub, and emits taken by more than one core (a second node process on the port); ' +
+    'or an emit API that takes several notifications per call',
   paced_p99_ms:
     'Met in the full run of 2026-12-01 20:35 UTC (2.00 and 1.50 ms; Socket.IO 4.50 and 4.04, the bare peer 4.16 ' +
     'and 2.75), missed in that of 19:43 UTC (4.59 and 4.09 ms, the bare peer 1.64): the tail moves with the ' +
