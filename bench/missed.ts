@@ -102,7 +102,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '5 s of `-R 1000`): ~26 KB, fastify 5.8 KB, Node\'s HTTP 5.4 KB, our broker 5.7 KB, ioredis 3.9 KB (~2.4 KB a ' +
     'command), hub 2.1 KB. 1.8× needs ~33 µs of the node per emit instead of ~40. Measured apart (2026-12-01): an ' +
     'HGET through ioredis, corked in batches of 60 as the gateway sends them, costs 3.2-4.9 µs of CPU, and 1.3-1.6 µs ' +
-    'through a minimal RESP writer and reader on a plain socket (/tmp probe, 120,000 HGETs, same Redis); the same ' +
+    'through a minimal RESP writer and reader on a plain socket (a probe by hand, not kept: 120,000 HGETs on 64 hashes, one Redis); the same ' +
     'JSON POST answered by node:http alone costs its server 15.7-19.1 µs, by fastify with the emit route\'s schema ' +
     'and hook 17.8-26.2 µs (50 keep-alive connections, wsload\'s HTTP client). So a RESP reader of our own saves ' +
     '~2-3 µs, fastify\'s share is within the noise, and the HTTP call itself (~16-19 µs, Socket.IO pays it too) and ' +
