@@ -143,8 +143,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient (`perf ' +
     'record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a third of that ' +
     'the wakeups); no system call writes to many TCP sockets at once, and the JS (one frame, a write per socket) is ' +
-    '~15%; writing each frame at once instead of corked until the turn\'s end changed nothing (the node\'s CPU over ' +
-    'the 10 broadcasts and the leave, 3.0-3.9 s either way, two runs each). The last client is told when its wsload process reads it: three hold the 18,000 beside the node; each ' +
+    '~15%; writing each frame at once instead of corked until the turn\'s end cost no less (the node\'s CPU over ' +
+    'the 10 broadcasts and the leave: 3.7-3.9 s, against 3.0-3.6 s corked, two and four runs). The last client is told when its wsload process reads it: three hold the 18,000 beside the node; each ' +
     'reads a frame in ~6 µs since they share one receive buffer (receive.ts; ~7.5 µs before). GC is under 1.5 ms of ' +
     'a fan-out. The bare ws peer, which does the same writes, was measured at 190-270 ms for the issue. Would close ' +
     'it: the load generators on other machines (the receiving ends\' TCP and reads then run there: ~150 ms of the ' +
