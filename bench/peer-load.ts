@@ -16,7 +16,8 @@
 import { connect as connectTcp } from 'node:net';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
-import { HttpConnection } from '@herald/loadgen/src/http-connection.ts';
+import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
+import { DEFAULT_TIMEOUT_S } from '@herald/loadgen/src/options.ts';
 import { readInto } from '@herald/loadgen/src/receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
 import { BROADCAST_ID } from './peers/common.ts';
@@ -145,23 +146,20 @@ function post(connection: HttpConnection, head: string, body: string): Promise<n
   });
 }
 
-/** As wsload's default --timeout. */
-const EMIT_TIMEOUT_MS = 30_000;
-
 const percentile = (sorted: Float64Array, p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 
 interface NotifyRun { n: number; c: number; durationS: number; warmupS: number; rate: number | undefined; broadcast: boolean }
 
 /** Emits for `durationS` over `c` keep-alive connections (paced when `rate` is set); answers those accepted and the start. */
 async function emitFor(emitUrl: URL, c: number, durationS: number, { n, rate, broadcast }: NotifyRun): Promise<{ ok: number; start: number }> {
-  const head = `POST ${emitUrl.pathname} HTTP/1.1\r\nHost: ${emitUrl.host}\r\nContent-Type: application/json\r\nContent-Length: `;
+  const head = jsonPostHead(emitUrl, emitUrl.pathname);
   let ok = 0;
   let next = 0;
   const start = performance.now();
   const end = start + durationS * 1000;
   let scheduled = 0;
   const loop = async (): Promise<void> => {
-    const connection = new HttpConnection({ host: emitUrl.hostname, port: Number(emitUrl.port), timeoutMs: EMIT_TIMEOUT_MS });
+    const connection = new HttpConnection({ host: emitUrl.hostname, port: Number(emitUrl.port), timeoutMs: DEFAULT_TIMEOUT_S * 1000 });
     while (performance.now() < end) {
       // Paced: emit k is due k/rate s after the start, whichever connection is free takes it.
       const due = rate === undefined ? 0 : start + (scheduled++ * 1000) / rate - performance.now();

@@ -6,7 +6,7 @@
  */
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
-import { HttpConnection } from './http-connection.ts';
+import { HttpConnection, jsonPostHead } from './http-connection.ts';
 
 export interface EmitterOptions {
   /** http://host:port of a node. */
@@ -69,9 +69,7 @@ export class Emitter {
   constructor(options: EmitterOptions) {
     this.#options = options;
     const url = new URL(options.httpBase);
-    this.#head =
-      `POST /api/system-api/${options.userPath}/emit-event-ws HTTP/1.1\r\nHost: ${url.host}\r\n` +
-      `Content-Type: application/json\r\nx-am-authorization: ${options.apiToken}\r\nContent-Length: `;
+    this.#head = jsonPostHead(url, `/api/system-api/${options.userPath}/emit-event-ws`, { 'x-am-authorization': options.apiToken });
   }
 
   /** Run for durationS (or until `signal`), then wait for the calls in flight. */

@@ -45,6 +45,15 @@ function responseStatus(bytes: Buffer): number {
   return bytes.indexOf(CHUNKED_END, bodyStart - 2) < 0 ? INCOMPLETE : status;
 }
 
+/**
+ * The head of a JSON POST to `path` up to the value of Content-Length, built once per emitter: each request is this,
+ * the body's length in bytes, a blank line and the body.
+ */
+export function jsonPostHead(url: URL, path: string, headers: Readonly<Record<string, string>> = {}): string {
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n${extra}Content-Length: `;
+}
+
 export class HttpConnection {
   readonly #target: HttpTarget;
   #socket: Socket | undefined;

@@ -22,6 +22,9 @@ export const USAGE = `usage:
           [--per-address 5000] clients per source address (127.0.0.2, .3, ...) once there are more than that
           (1000 by default with --reconnect: each client binds its address a second time)`;
 
+/** --timeout when none is given: a client's start to ready, an emit's write to answer. */
+export const DEFAULT_TIMEOUT_S = 30;
+
 /** A command line wsload cannot run: the message, then the usage. */
 export class UsageError extends Error {}
 
@@ -85,7 +88,7 @@ export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
 const COMMON = {
   json: { type: 'string' },
   quiet: { type: 'boolean', short: 'q', default: false },
-  timeout: { type: 'string', default: '30' },
+  timeout: { type: 'string', default: String(DEFAULT_TIMEOUT_S) },
   http: { type: 'string' },
   'user-path': { type: 'string', default: 'bench' },
   'api-user': { type: 'string', default: 'bench' },

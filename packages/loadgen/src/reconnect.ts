@@ -40,7 +40,7 @@ export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notifica
 
 /** Whether an attempt that failed for `reason` (LoadClient's) may succeed if made again: all but the node's refusals. */
 export function retriable(reason: string): boolean {
-  return !(reason in ErrorCode) || reason === ErrorCode.UNAVAILABLE || reason === ErrorCode.INTERNAL;
+  return !Object.hasOwn(ErrorCode, reason) || reason === ErrorCode.UNAVAILABLE || reason === ErrorCode.INTERNAL;
 }
 
 /** Observes the reconnect attempts: a new LoadClient per attempt, with the dropped client's index and plan. */
