@@ -23,6 +23,21 @@ import { WriteQueue, type Write } from './write-queue.ts';
  */
 const REMOVAL_DELAY_MS = 10;
 
+/** A criteria shape as Redis holds it (its key: the sorted field names, joined by ","), with its fields. */
+interface Shape {
+  key: string;
+  fields: readonly string[];
+}
+
+const NO_SHAPES: readonly Shape[] = [];
+
+const shapeOf = (key: string): Shape => ({ key, fields: key === '' ? [] : key.split(',') });
+
+/** Whether a read of an event's shapes found those of its last emit, in the same order (as a set's usually are). */
+function sameShapes(shapes: readonly Shape[], keys: readonly string[]): boolean {
+  return shapes.length === keys.length && shapes.every((shape, i) => shape.key === keys[i]);
+}
+
 export interface RedisBrokerOptions {
   target: RedisTarget;
   nodeId: string;
@@ -44,7 +59,7 @@ export class RedisBroker implements Broker {
   readonly #shapes: ShapeIndex;
   readonly #registry: RouteRegistry;
   /** Each emitted event's shapes as its last emit read them (events are the catalogue's: a bounded map). */
-  readonly #shapesSeen = new Map<string, string[]>();
+  readonly #shapesSeen = new Map<string, readonly Shape[]>();
   /** Each event's read of its shapes while the batch it leaves in is unsent: the emits of one turn share it. */
   readonly #shapeReads = new Map<string, { batch: number; shapes: Promise<string[]> }>();
   readonly #lease: Lease;
@@ -68,7 +83,7 @@ export class RedisBroker implements Broker {
     this.#keys = keyspace(options.keyPrefix);
     this.#connection = connect(options.target);
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys);
-    this.#registry = new RouteRegistry(this.#connection.commands, this.#keys, this.nodeId, options.routeBuckets);
+    this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
     this.#lease = new Lease({
       connection: this.#connection,
       keys: this.#keys,
@@ -139,20 +154,23 @@ export class RedisBroker implements Broker {
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
     const redis = this.#connection.commands;
     try {
-      const guessed = this.#shapesSeen.get(event) ?? [];
-      const [shapes, ...guessedNodes] = await Promise.all([
+      const guessed = this.#shapesSeen.get(event) ?? NO_SHAPES;
+      const [shapeKeys, ...guessedNodes] = await Promise.all([
         this.#readShapes(event),
-        ...guessed.map((shapeKey) => this.#nodesOf(event, shapeKey, eventData)),
+        ...guessed.map((shape) => this.#nodesOf(event, shape, eventData)),
       ]);
+      const same = sameShapes(guessed, shapeKeys);
+      const shapes = same ? guessed : shapeKeys.map(shapeOf);
       this.#shapesSeen.set(event, shapes);
       const nodes = new Set<string>();
       const late: Promise<string[]>[] = [];
-      for (const shapeKey of shapes) {
-        const at = guessed.indexOf(shapeKey);
-        if (at < 0) late.push(this.#nodesOf(event, shapeKey, eventData));
+      for (let i = 0; i < shapes.length; i++) {
+        const shape = shapes[i]!;
+        const at = same ? i : guessed.findIndex((each) => each.key === shape.key);
+        if (at < 0) late.push(this.#nodesOf(event, shape, eventData));
         else for (const id of guessedNodes[at]!) nodes.add(id);
       }
-      for (const ids of await Promise.all(late)) for (const id of ids) nodes.add(id);
+      if (late.length > 0) for (const ids of await Promise.all(late)) for (const id of ids) nodes.add(id);
       if (nodes.size === 0) return 0;
       // Serialised only for another node: an emit for this node's own clients (one node, or the usual one
       // recipient) needs no copy of eventData.
@@ -162,7 +180,7 @@ export class RedisBroker implements Broker {
         if (nodeId === this.nodeId) this.#onDelivery(event, eventData);
         else sends.push(redis.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${event}\n${JSON.stringify(eventData)}`))));
       }
-      await Promise.all(sends);
+      if (sends.length > 0) await Promise.all(sends);
       return nodes.size;
     } catch (error) {
       throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
@@ -174,19 +192,20 @@ export class RedisBroker implements Broker {
    * one read is as recent as each of theirs would be.
    */
   #readShapes(event: string): Promise<string[]> {
+    const { reads } = this.#connection;
     const shared = this.#shapeReads.get(event);
-    if (shared !== undefined && shared.batch === this.#connection.unsentBatch()) return shared.shapes;
-    const shapes = this.#connection.commands.smembers(this.#keys.shapes(event));
-    const batch = this.#connection.unsentBatch();
+    if (shared !== undefined && shared.batch === reads.unsentBatch()) return shared.shapes;
+    const shapes = reads.smembers(this.#keys.shapes(event));
+    const batch = reads.unsentBatch();
     if (batch === undefined) this.#shapeReads.delete(event);
     else this.#shapeReads.set(event, { batch, shapes });
     return shapes;
   }
 
   /** The nodes holding the route of `eventData` in one shape; none when eventData lacks one of its fields. */
-  #nodesOf(event: string, shapeKey: string, eventData: Record<string, unknown>): Promise<string[]> {
-    const valuesKey = valuesKeyIn(eventData, shapeKey === '' ? [] : shapeKey.split(','));
-    return valuesKey === undefined ? Promise.resolve([]) : this.#registry.nodesOf(routeKeyOf(event, shapeKey, valuesKey));
+  #nodesOf(event: string, shape: Shape, eventData: Record<string, unknown>): Promise<string[]> {
+    const valuesKey = valuesKeyIn(eventData, shape.fields);
+    return valuesKey === undefined ? Promise.resolve([]) : this.#registry.nodesOf(routeKeyOf(event, shape.key, valuesKey));
   }
 
   /** Leave the fleet cleanly: this node's routes, shapes and lease are removed from Redis. */

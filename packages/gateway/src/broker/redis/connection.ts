@@ -4,6 +4,7 @@
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
 import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
+import { readsFor, readsThrough, type Reads } from './reads.ts';
 
 export type Commands = Redis | Cluster;
 
@@ -14,6 +15,8 @@ export interface RedisTarget {
 
 export interface Connection {
   readonly commands: Commands;
+  /** The emit's reads (reads.ts). */
+  readonly reads: Reads;
   /** Whether commands can be sent now. */
   ready(): boolean;
   /** Resolves once commands can be sent (ioredis keeps reconnecting until then). */
@@ -22,12 +25,6 @@ export interface Connection {
   subscribe(channel: string, onMessage: (message: Buffer) => void): Promise<void>;
   /** Called each time the command connection becomes ready (first time, and after each reconnect). */
   onReady(listener: () => void): void;
-  /**
-   * The number of the batch that a command sent now would leave in, while that batch is unsent (with one
-   * redis-server, after this turn's first command); undefined when a command would be written at once, and with a
-   * Cluster. Two reads of one key in one unsent batch would answer the same: one can serve both.
-   */
-  unsentBatch(): number | undefined;
   close(): Promise<void>;
 }
 
@@ -47,11 +44,6 @@ const COMMON = {
  */
 class BatchingRedis extends Redis {
   #corked = false;
-  #batch = 0;
-
-  get unsentBatch(): number | undefined {
-    return this.#corked ? this.#batch : undefined;
-  }
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
     if (!this.#corked && this.status === 'ready') {
@@ -60,7 +52,6 @@ class BatchingRedis extends Redis {
       socket.cork();
       setImmediate(() => {
         this.#corked = false;
-        this.#batch++;
         socket.uncork();
       });
     }
@@ -83,15 +74,15 @@ export function connect(target: RedisTarget): Connection {
       redisOptions: { maxRetriesPerRequest: 1 },
     });
     // The cluster client keeps sharded subscribers of its own, one per master.
-    return connection(cluster, cluster, () => undefined);
+    return connection(cluster, cluster, readsThrough(cluster));
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
   const commands = new BatchingRedis(url, COMMON);
-  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), () => commands.unsentBatch);
+  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), readsFor(url, commands));
 }
 
-function connection(commands: Commands, subscriber: Commands, unsentBatch: () => number | undefined): Connection {
+function connection(commands: Commands, subscriber: Commands, reads: Reads): Connection {
   const clients = [...new Set([commands, subscriber])];
   // Errors are reported through readiness and failed commands; unlistened, they would crash the node.
   for (const client of clients) client.on('error', () => {});
@@ -107,8 +98,9 @@ function connection(commands: Commands, subscriber: Commands, unsentBatch: () =>
       await subscriber.ssubscribe(channel);
     },
     onReady: (listener) => void commands.on('ready', listener),
-    unsentBatch,
+    reads,
     async close() {
+      reads.close();
       await Promise.allSettled(clients.map((client) => client.quit()));
     },
   };

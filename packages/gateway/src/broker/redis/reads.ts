@@ -1,0 +1,255 @@
+/**
+ * The emit's two reads (SMEMBERS of an event's shapes, HGET of a route's bucket), which every emit makes and
+ * nothing else in the node makes as often. With one redis-server they go on a connection of their own that speaks
+ * just enough RESP for them: through ioredis a command cost the node 3.2-4.9 µs of CPU (a Command, its argument
+ * array, a promise and callback, a string per chunk of the batch's writev), here 1.3-1.6 µs (one string written
+ * per batch, replies parsed straight from the socket's buffer). Writes, scripts, channels and a Cluster stay with
+ * ioredis. While this connection is down (connecting, or Redis gone), reads go through ioredis, which fails them
+ * at once when Redis is unreachable: an emit answers 503 as before.
+ */
+import { connect as connectTcp, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import type { Commands } from './connection.ts';
+
+export interface Reads {
+  hget(key: string, field: string): Promise<string | null>;
+  smembers(key: string): Promise<string[]>;
+  /**
+   * The number of the batch that a read made now would leave in, while that batch is unsent; undefined when there
+   * is no such batch (a Cluster; this connection down). Two reads of one key in one unsent batch answer the same:
+   * one can serve both.
+   */
+  unsentBatch(): number | undefined;
+  /** Resolves once reads go the fastest way this Redis allows (the lean connection is up). */
+  whenReady(): Promise<void>;
+  close(): void;
+}
+
+/** The reads through ioredis alone (a Redis Cluster: each read goes to its key's shard). */
+export function readsThrough(commands: Commands): Reads {
+  return {
+    hget: (key, field) => commands.hget(key, field),
+    smembers: (key) => commands.smembers(key),
+    unsentBatch: () => undefined,
+    whenReady: () => Promise.resolve(),
+    close: () => {},
+  };
+}
+
+type Reply = string | number | null | Error | Reply[];
+interface Pending {
+  resolve(reply: Reply): void;
+  reject(error: Error): void;
+}
+
+/** Parsing stopped at the end of the bytes received: the reply's rest comes in a later read. */
+const INCOMPLETE = Symbol('incomplete');
+const CR = 13;
+/** As the ioredis connections' retryStrategy: keep trying, at most once a second. */
+const retryDelayMs = (attempt: number): number => Math.min(50 * attempt, 1000);
+
+/**
+ * The reads for one redis-server at `url`: the lean connection for a plain redis:// or rediss:// URL, else (a
+ * socket path, options in the query, which ioredis reads) through ioredis alone.
+ */
+export function readsFor(url: string, commands: Commands): Reads {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return readsThrough(commands);
+  }
+  const plain = (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.hostname !== '' && parsed.search === '';
+  return plain ? new RespReads(parsed, commands) : readsThrough(commands);
+}
+
+/** The lean connection to one redis-server, with ioredis (`fallback`) for the reads it cannot take now. */
+class RespReads implements Reads {
+  readonly #url: URL;
+  readonly #fallback: Commands;
+  #socket: Socket | undefined;
+  #ready = false;
+  #whenReady = Promise.withResolvers<void>();
+  #closed = false;
+  #attempt = 0;
+  #retry: NodeJS.Timeout | undefined;
+  /** Commands of this turn, written together once the turn's I/O callbacks have run. */
+  #out = '';
+  #batch = 0;
+  /** Sent (or about to be), answered in order. */
+  #pending: Pending[] = [];
+  /** Received bytes not parsed yet (a reply split over reads), and where parsing is within them. */
+  #in: Buffer = Buffer.alloc(0);
+  #at = 0;
+
+  constructor(url: URL, fallback: Commands) {
+    this.#url = url;
+    this.#fallback = fallback;
+    this.#connect();
+  }
+
+  hget(key: string, field: string): Promise<string | null> {
+    if (!this.#ready) return this.#fallback.hget(key, field);
+    return this.#send(`*3\r\n$4\r\nHGET\r\n${bulk(key)}${bulk(field)}`) as Promise<string | null>;
+  }
+
+  smembers(key: string): Promise<string[]> {
+    if (!this.#ready) return this.#fallback.smembers(key);
+    return this.#send(`*2\r\n$8\r\nSMEMBERS\r\n${bulk(key)}`) as Promise<string[]>;
+  }
+
+  unsentBatch(): number | undefined {
+    return this.#ready && this.#out !== '' ? this.#batch : undefined;
+  }
+
+  whenReady(): Promise<void> {
+    return this.#whenReady.promise;
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#socket?.destroy();
+  }
+
+  #send(command: string): Promise<Reply> {
+    if (this.#out === '') setImmediate(() => this.#flush());
+    this.#out += command;
+    return new Promise<Reply>((resolve, reject) => this.#pending.push({ resolve, reject }));
+  }
+
+  #flush(): void {
+    const out = this.#out;
+    this.#out = '';
+    this.#batch++;
+    if (out !== '') this.#socket?.write(out);
+  }
+
+  #connect(): void {
+    const { hostname, port, protocol } = this.#url;
+    const address = { host: hostname.replace(/^\[|\]$/g, ''), port: Number(port || 6379) };
+    const socket = protocol === 'rediss:' ? connectTls({ ...address, servername: address.host }) : connectTcp(address);
+    this.#socket = socket;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true);
+    socket.on('data', (chunk: Buffer) => this.#receive(chunk));
+    // The reason is the close's: reads go through ioredis meanwhile, which reports Redis's state.
+    socket.on('error', () => {});
+    socket.on('close', () => this.#lost(socket));
+    socket.once(protocol === 'rediss:' ? 'secureConnect' : 'connect', () => void this.#handshake(socket));
+  }
+
+  /** AUTH and SELECT as the URL asks; this connection takes reads once Redis has answered them. */
+  async #handshake(socket: Socket): Promise<void> {
+    const { username, password, pathname } = this.#url;
+    const db = pathname.slice(1);
+    const steps: Promise<Reply>[] = [];
+    if (password !== '') {
+      const credentials = username === '' ? [password] : [username, password];
+      steps.push(this.#send(command('AUTH', ...credentials.map(decodeURIComponent))));
+    }
+    if (db !== '' && db !== '0') steps.push(this.#send(command('SELECT', db)));
+    try {
+      for (const reply of await Promise.all(steps)) if (reply instanceof Error) throw reply;
+      if (socket !== this.#socket) return;
+      this.#attempt = 0;
+      this.#ready = true;
+      this.#whenReady.resolve();
+    } catch {
+      socket.destroy(); // its close retries
+    }
+  }
+
+  #lost(socket: Socket): void {
+    if (socket !== this.#socket) return;
+    if (this.#ready) this.#whenReady = Promise.withResolvers<void>();
+    this.#ready = false;
+    this.#socket = undefined;
+    this.#out = '';
+    this.#in = Buffer.alloc(0);
+    this.#at = 0;
+    const lost = this.#pending;
+    this.#pending = [];
+    for (const pending of lost) pending.reject(new Error('the connection to Redis closed'));
+    if (!this.#closed) this.#retry = setTimeout(() => this.#connect(), retryDelayMs(++this.#attempt));
+  }
+
+  #receive(chunk: Buffer): void {
+    // The socket allocates a buffer per read, so what is left of one can be kept as a view.
+    this.#in = this.#at < this.#in.length ? Buffer.concat([this.#in.subarray(this.#at), chunk]) : chunk;
+    this.#at = 0;
+    while (this.#at < this.#in.length) {
+      const start = this.#at;
+      let reply: Reply | typeof INCOMPLETE;
+      try {
+        reply = this.#parse();
+      } catch {
+        return void this.#socket?.destroy(); // not RESP we know: out of step, start again
+      }
+      if (reply === INCOMPLETE) {
+        this.#at = start;
+        return;
+      }
+      const pending = this.#pending.shift();
+      if (pending === undefined) return void this.#socket?.destroy(); // a reply nobody asked for: out of step
+      if (reply instanceof Error) pending.reject(reply);
+      else pending.resolve(reply);
+    }
+  }
+
+  /** One reply from #in at #at (RESP2: the types these commands and AUTH/SELECT answer with). */
+  #parse(): Reply | typeof INCOMPLETE {
+    const data = this.#in;
+    const type = data[this.#at];
+    const end = data.indexOf(CR, this.#at + 1);
+    if (end < 0 || end + 1 >= data.length) return INCOMPLETE;
+    const lineStart = this.#at + 1;
+    this.#at = end + 2;
+    switch (type) {
+      case 0x24: { // $ bulk string
+        const length = integerIn(data, lineStart, end);
+        if (length < 0) return null;
+        if (this.#at + length + 2 > data.length) return INCOMPLETE;
+        const value = data.toString('utf8', this.#at, this.#at + length);
+        this.#at += length + 2;
+        return value;
+      }
+      case 0x2a: { // * array
+        const count = integerIn(data, lineStart, end);
+        if (count < 0) return null;
+        const items: Reply[] = [];
+        for (let i = 0; i < count; i++) {
+          if (this.#at >= data.length) return INCOMPLETE;
+          const item = this.#parse();
+          if (item === INCOMPLETE) return INCOMPLETE;
+          items.push(item);
+        }
+        return items;
+      }
+      case 0x3a: // : integer
+        return integerIn(data, lineStart, end);
+      case 0x2b: // + simple string
+        return data.toString('utf8', lineStart, end);
+      case 0x2d: // - error
+        return new Error(data.toString('utf8', lineStart, end));
+      default:
+        throw new Error(`Redis answered a reply of unknown type ${type}`);
+    }
+  }
+}
+
+function bulk(value: string): string {
+  return `$${Buffer.byteLength(value)}\r\n${value}\r\n`;
+}
+
+function command(...words: string[]): string {
+  return `*${words.length}\r\n${words.map(bulk).join('')}`;
+}
+
+/** The decimal integer of data[from, to), with its sign. */
+function integerIn(data: Buffer, from: number, to: number): number {
+  const negative = data[from] === 0x2d;
+  let value = 0;
+  for (let i = negative ? from + 1 : from; i < to; i++) value = value * 10 + data[i]! - 0x30;
+  return negative ? -value : value;
+}

@@ -1,0 +1,123 @@
+/**
+ * The emit's reads on their lean connection (broker/redis/reads.ts), against a real redis-server. The fallback
+ * stands for ioredis and answers a marker, so each test can tell which way a read went.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Redis } from 'ioredis';
+import type { Commands } from '../../src/broker/redis/connection.ts';
+import { readsFor, type Reads } from '../../src/broker/redis/reads.ts';
+import { startRedis, type RedisServer } from '../support/redis.ts';
+
+const THROUGH_IOREDIS = 'through ioredis';
+const fallback = {
+  hget: async () => THROUGH_IOREDIS,
+  smembers: async () => [THROUGH_IOREDIS],
+} as unknown as Commands;
+
+let server: RedisServer;
+let writer: Redis;
+before(async () => {
+  server = await startRedis();
+  writer = new Redis(server.url);
+  await writer.hset('bucket', { a: '1', b: 'ü,ö', empty: '' });
+  await writer.sadd('shapes', 'recipientId', '', 'x,y');
+});
+after(async () => {
+  writer.disconnect();
+  await server.stop();
+});
+
+async function leanReads(url = server.url): Promise<Reads> {
+  const reads = readsFor(url, fallback);
+  await reads.whenReady();
+  return reads;
+}
+
+test('reads of one turn leave in one batch and are answered in order, as Redis answers them', async (t) => {
+  const reads = await leanReads();
+  t.after(() => reads.close());
+  assert.equal(reads.unsentBatch(), undefined, 'nothing unsent yet');
+  const fields = Array.from({ length: 300 }, (_, i) => ['a', 'b', 'missing', 'empty'][i % 4]!);
+  const hgets = fields.map((field) => reads.hget('bucket', field));
+  const batch = reads.unsentBatch();
+  assert.notEqual(batch, undefined);
+  const sets = [reads.smembers('shapes'), reads.smembers('no such set')];
+  assert.equal(reads.unsentBatch(), batch, 'the same turn, the same batch');
+  const expected = { a: '1', b: 'ü,ö', missing: null, empty: '' } as Record<string, string | null>;
+  assert.deepEqual(await Promise.all(hgets), fields.map((field) => expected[field]));
+  const [shapes, none] = await Promise.all(sets);
+  assert.deepEqual(shapes!.sort(), ['', 'recipientId', 'x,y']);
+  assert.deepEqual(none, []);
+  reads.hget('bucket', 'a').catch(() => {});
+  assert.notEqual(reads.unsentBatch(), batch, 'a later turn, a later batch');
+});
+
+test('replies split over many reads of the socket are put together', async (t) => {
+  await writer.hset('big', 'field', 'v'.repeat(300_000));
+  await writer.sadd('many', ...Array.from({ length: 5000 }, (_, i) => `member-${i}`));
+  const reads = await leanReads();
+  t.after(() => reads.close());
+  const [big, many, small] = await Promise.all([reads.hget('big', 'field'), reads.smembers('many'), reads.hget('bucket', 'a')]);
+  assert.equal(big, 'v'.repeat(300_000));
+  assert.equal(many.length, 5000);
+  assert.ok(many.includes('member-4999'));
+  assert.equal(small, '1');
+});
+
+test('a password, a user and a database in the URL are sent before the first read', async (t) => {
+  const guarded = await startRedis(['--requirepass', 's3cret']);
+  const admin = new Redis(`redis://:s3cret@127.0.0.1:${guarded.port}/3`);
+  t.after(async () => {
+    admin.disconnect();
+    await guarded.stop();
+  });
+  await admin.hset('bucket', 'a', 'in db 3');
+  await admin.acl('SETUSER', 'alice', 'on', '>p@ss', '~*', '+@all');
+  const withPassword = await leanReads(`redis://:s3cret@127.0.0.1:${guarded.port}/3`);
+  const asAlice = await leanReads(`redis://alice:p%40ss@127.0.0.1:${guarded.port}/3`);
+  t.after(() => [withPassword, asAlice].forEach((reads) => reads.close()));
+  assert.equal(await withPassword.hget('bucket', 'a'), 'in db 3');
+  assert.equal(await asAlice.hget('bucket', 'a'), 'in db 3');
+
+  const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback);
+  t.after(() => refused.close());
+  assert.equal(await refused.hget('bucket', 'a'), THROUGH_IOREDIS, 'refused: reads stay with ioredis');
+});
+
+test('while Redis is gone reads go through ioredis, and the lean connection comes back with it', async (t) => {
+  const own = await startRedis();
+  const reads = await leanReads(own.url);
+  t.after(async () => {
+    reads.close();
+    await own.stop();
+  });
+  const ownWriter = new Redis(own.url);
+  await ownWriter.hset('bucket', 'a', 'before');
+  ownWriter.disconnect();
+  assert.equal(await reads.hget('bucket', 'a'), 'before');
+
+  await own.stop('SIGKILL');
+  // A read sent before the close is seen fails with it; the next go to ioredis.
+  let answer: string | null = null;
+  for (let i = 0; i < 1000 && answer !== THROUGH_IOREDIS; i++) {
+    answer = await reads.hget('bucket', 'a').catch((error: Error) => {
+      assert.match(error.message, /connection to Redis closed/);
+      return null;
+    });
+  }
+  assert.equal(answer, THROUGH_IOREDIS);
+
+  await own.restart();
+  await reads.whenReady();
+  assert.equal(await reads.hget('bucket', 'a'), null, 'read from the restarted (empty) server');
+});
+
+test('a URL that ioredis reads its own way (options in the query, a socket path) is read through ioredis', async () => {
+  for (const url of [`${server.url}/?db=2`, '/tmp/redis.sock', `${server.url.slice('redis://'.length)}`]) {
+    const reads = readsFor(url, fallback);
+    assert.equal(await reads.hget('bucket', 'a'), THROUGH_IOREDIS, url);
+    assert.equal(reads.unsentBatch(), undefined);
+    reads.close();
+  }
+});
