@@ -164,7 +164,7 @@ async function restartOnce(ctx: FailoverContext, kind: RestartKind): Promise<voi
     const emitS = ctx.quick ? 5 : 20;
     const load = startClients(ctx, kind, `http://127.0.0.1:${port}`, clients, emitS);
     mine.push(load.proc);
-    await waitFor(`${clients} clients registered`, async () => (await count(port, 'herald_subscriptions')) >= clients, 120_000);
+    await waitFor(`${clients} clients registered`, async () => (await count(port, 'herald_subscriptions')) >= clients, 120_000, 200, load.proc);
     if (kind === 'restart') {
       mine.push(await startGateway(ctx, 'gateway-restart-next', port, env));
       await stop(first, 'SIGTERM', 40_000);
@@ -234,7 +234,7 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     const load = startClients(ctx, 'kill', `http://127.0.0.1:${KILL.port}`, clients, (clients - 0.5) / EMIT_RATE);
     mine.push(load.proc);
     const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
-    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000);
+    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, load.proc);
     const [victim, held] = await busiest(nodes);
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');

@@ -60,10 +60,15 @@ export async function stopAll(): Promise<void> {
   for (const proc of started.splice(0).reverse()) await stop(proc, 'SIGTERM', 5000);
 }
 
-/** Poll `check` every `everyMs` until it is true, or fail after `timeoutMs`; answers when it was first seen true (epoch ms). */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 200): Promise<number> {
+/**
+ * Poll `check` every `everyMs` until it is true, or fail after `timeoutMs`, or at once when `feeder` (the process
+ * that makes it come true) has exited; answers when it was first seen true (epoch ms).
+ */
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 200, feeder?: Proc): Promise<number> {
   for (const end = Date.now() + timeoutMs; Date.now() < end; await sleep(everyMs)) {
     try { if (await check()) return Date.now(); } catch { /* not up yet */ }
+    const code = feeder?.child.exitCode ?? feeder?.child.signalCode;
+    if (code != null) throw new Error(`${feeder!.name} exited (${code}) while waiting for ${what}`);
   }
   throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
 }
