@@ -87,30 +87,22 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'Both servers are the limit now, not their clients: in the full run of 2026-12-01 20:35 UTC the gateway\'s node ' +
-    'ran at 93% of a core and Socket.IO\'s at 96% ("Where the CPU went"), their load generators at ~22% and ~27% ' +
-    '(1.47×: 24,562 against 16,694/s). Until that run peer-load emitted through Node\'s http client, which cost its ' +
-    'process ~45% more CPU than wsload\'s emitter on the same 2 cores; with wsload\'s HTTP client for every peer ' +
-    'Socket.IO read 16,664-16,723/s instead of 9,300-12,800/s in the earlier full runs (their ratios 1.71-2.92×). ' +
-    'The two do different work per emit: Socket.IO\'s redis adapter writes to its local sockets at once and ' +
-    'publishes the emit to every node without waiting (each node gets every emit), where the gateway first asks ' +
-    'Redis which nodes hold the route (one HGET; a turn\'s emits share one SMEMBERS), so that an emit reaches only ' +
-    'the nodes that need it, and answers once it is routed. Where the node\'s time goes (`--cpu-prof`, fresh node ' +
-    'on Redis, `wsload notify http://… --clients 1000 -c 100 -w 2 -d 10`, 2026-12-01): write system calls (the HTTP ' +
-    'answer, the NOTIFICATION frame, Redis) 31% of its busy time, fastify with its JSON body parser ~8%, ioredis ~6%, ' +
-    'our broker ~6% and hub ~4%, GC ~5%. What a paced emit allocates (sampling heap profile with collected objects, ' +
-    '5 s of `-R 1000`): ~26 KB, fastify 5.8 KB, Node\'s HTTP 5.4 KB, our broker 5.7 KB, ioredis 3.9 KB (~2.4 KB a ' +
-    'command), hub 2.1 KB. 1.8× needs ~33 µs of the node per emit instead of ~40. Measured apart (2026-12-01): an ' +
-    'HGET through ioredis, corked in batches of 60 as the gateway sends them, costs 3.2-4.9 µs of CPU, and 1.3-1.6 µs ' +
-    'through a minimal RESP writer and reader on a plain socket (a probe by hand, not kept: 120,000 HGETs on 64 hashes, one Redis); the same ' +
-    'JSON POST answered by node:http alone costs its server 15.7-19.1 µs, by fastify with the emit route\'s schema ' +
-    'and hook 17.8-26.2 µs (50 keep-alive connections, wsload\'s HTTP client). So a RESP reader of our own saves ' +
-    '~2-3 µs, fastify\'s share is within the noise, and the HTTP call itself (~16-19 µs, Socket.IO pays it too) and ' +
-    'the frame\'s write system call are most of the rest. Would close it: a RESP reader for an emit\'s reads, fewer ' +
-    'allocations in the broker and hub, and emits taken by more than one core (a second node process on the port); ' +
-    'or an emit API that takes several notifications per call',
+    'Met in the full run of 2026-12-01 21:58 UTC (2.28×: 29,266 against 12,811/s), missed in that of 20:35 UTC ' +
+    '(1.47×: 24,562 against 16,694/s): Socket.IO\'s rate moved by a quarter between the two runs with the ' +
+    'machine\'s phase, and 1.8× lies inside that swing. Both servers are the limit (each near a whole core), their ' +
+    'load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
+    '(broker/redis/reads.ts; through ioredis a read cost the node 3.2-4.9 µs of CPU, on it 1.3-1.6 µs): with the ' +
+    'two nodes side by side under the same unpaced load (each `wsload notify http://… --clients 1000 -c 100 -w 2 ' +
+    '-d 15` at once, 11 pairs, 2026-12-01) the node spent 1.2-3.3 µs less per emit out of ~42, ~5%. Where the ' +
+    'node\'s busy time goes now (`--cpu-prof`, fresh node on Redis, the same run alone): the write system calls ' +
+    '29% (the HTTP answer and the frame, one each per emit), fastify with its JSON body parser 11%, our broker ' +
+    '10% and hub 6%, GC 4%. The two do different work per emit: Socket.IO\'s redis adapter writes to its local ' +
+    'sockets at once and publishes every emit to every node, where the gateway first asks Redis which nodes hold ' +
+    'the route, so that an emit reaches only the nodes that need it. Would make it safe: emits taken by more than ' +
+    'one core (a second node process on the port), or an emit API that takes several notifications per call',
   paced_p99_ms:
-    'Met in the full run of 2026-12-01 20:35 UTC (2.00 and 1.50 ms; Socket.IO 4.50 and 4.04, the bare peer 4.16 ' +
+    'Met in the full runs of 2026-12-01 21:58 UTC (0.92 and 1.50 ms; Socket.IO 5.28 median, the bare peer 1.57) ' +
+    'and 20:35 UTC (2.00 and 1.50 ms; Socket.IO 4.50 and 4.04, the bare peer 4.16 ' +
     'and 2.75), missed in that of 19:43 UTC (4.59 and 4.09 ms, the bare peer 1.64): the tail moves with the ' +
     'machine more than with the code. Its floor here: a message relayed through three processes at 1,000/s ' +
     '(client → relay → echo and back, plain TCP, Node) returns in p99 0.39 ms, so the gateway\'s path (emitter → ' +
@@ -120,7 +112,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'clients and churned 340,000. The slow deliveries (over 1.5 ms) come alone or in twos, 10-20 a second in the ' +
     'first seconds and 0-8 a second after ~15 s, not in stalls; the emitter\'s HTTP answers have the same p99, so ' +
     'the delay is on the shared path. The node scavenges every ~0.55 s for 0.45-1.5 ms (`--trace-gc`): a paced ' +
-    'emit allocates ~26 KB (see notify_person_vs_socketio). The machine adds its own: the kernel is booted with ' +
+    'emit allocated ~26 KB (sampling heap profile with collected objects, 5 s of `-R 1000`, 2026-12-01 20:25 UTC: ' +
+    'fastify 5.8 KB, Node\'s HTTP 5.4, our broker 5.7, ioredis 3.9, hub 2.1; the emit\'s reads have left ioredis ' +
+    'since, reads.ts). The machine adds its own: the kernel is booted with ' +
     '`haltpoll.guest_halt_poll_ns=0`, so an idle vCPU is woken through the host, and a C process sleeping 1 ms at ' +
     'a time woke 5-35 ms late several times a minute under this load (never at idle); 200 µs of polling (set by ' +
     'hand, then back) took two 20-s runs from 5.26/4.14 to 3.58/2.33 ms. Each run emits 2 s before it counts ' +
@@ -135,20 +129,20 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'The kernel\'s loopback TCP, one write per recipient, with the readers on the same 2 cores. In the full run of ' +
-    '2026-12-01 20:35 UTC the ten broadcasts\' last told read 195-316 ms (median 223), in that of 19:43 UTC 311-453 ms ' +
-    '(median 335), in those of 06:48 and 07:21 UTC 200-311 ms (medians 241-247); on a fresh node by hand (`wsload ' +
-    'notify http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`) medians 219-286 ms. Per ' +
-    'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ms): ' +
-    'each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient (`perf ' +
-    'record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a third of that ' +
-    'the wakeups); no system call writes to many TCP sockets at once, and the JS (one frame, a write per socket) is ' +
-    '~15%; writing each frame at once instead of corked until the turn\'s end cost no less (the node\'s CPU over ' +
-    'the 10 broadcasts and the leave: 3.7-3.9 s, against 3.0-3.6 s corked, two and four runs). The last client is told when its wsload process reads it: three hold the 18,000 beside the node; each ' +
-    'reads a frame in ~6 µs since they share one receive buffer (receive.ts; ~7.5 µs before). GC is under 1.5 ms of ' +
-    'a fan-out. The bare ws peer, which does the same writes, was measured at 190-270 ms for the issue. Would close ' +
-    'it: the load generators on other machines (the receiving ends\' TCP and reads then run there: ~150 ms of the ' +
-    'node per broadcast instead of ~250), or the fan-out spread over more cores',
+    'At the machine\'s floor. `node bench/floor.ts` writes one 150-byte message to each of 18,000 loopback TCP ' +
+    'sockets from a plain `net` server, in chunks of 128 as the hub does (chunks of 18,000 read the same), to ' +
+    'three reader processes: no WebSocket, no protocol, no Redis. Its ten rounds\' last told, three runs on ' +
+    '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +
+    '200 ms here with no work at all beside the writes. The gateway between two of those runs (`wsload notify ' +
+    'http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis): medians ' +
+    '226-300 ms; in the full run of 21:58 UTC 322 ms (median 249), in that of 20:35 UTC 316 ms (median 223). Per ' +
+    'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ' +
+    'ms): each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient ' +
+    '(`perf record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a ' +
+    'third of that the wakeups), and no system call writes to many TCP sockets at once. Writing each frame at ' +
+    'once instead of corked until the turn\'s end cost no less (the node\'s CPU over the 10 broadcasts and the ' +
+    'leave: 3.7-3.9 s, against 3.0-3.6 s corked). Would close it: the load generators on other machines (the ' +
+    'receiving ends\' TCP and reads then run there), or the fan-out spread over more cores',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
     '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +
