@@ -7,7 +7,7 @@
  * ioredis. While this connection is down (connecting, or Redis gone), reads go through ioredis, which fails them
  * at once when Redis is unreachable: an emit answers 503 as before.
  */
-import { connect as connectTcp, type Socket } from 'node:net';
+import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import type { Commands } from './connection.ts';
 
@@ -128,7 +128,9 @@ class RespReads implements Reads {
   #connect(): void {
     const { hostname, port, protocol } = this.#url;
     const address = { host: hostname.replace(/^\[|\]$/g, ''), port: Number(port || 6379) };
-    const socket = protocol === 'rediss:' ? connectTls({ ...address, servername: address.host }) : connectTcp(address);
+    // TLS names the server only by a host name (RFC 6066: never by an address).
+    const tls = protocol === 'rediss:' ? { ...address, servername: isIP(address.host) === 0 ? address.host : undefined } : undefined;
+    const socket = tls ? connectTls(tls) : connectTcp(address);
     this.#socket = socket;
     socket.setNoDelay(true);
     socket.setKeepAlive(true);
