@@ -93,7 +93,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
     '(broker/redis/reads.ts; through ioredis a read cost the node 3.2-4.9 µs of CPU, on it 1.3-1.6 µs): with the ' +
     'two nodes side by side under the same unpaced load (each `wsload notify http://… --clients 1000 -c 100 -w 2 ' +
-    '-d 15` at once, 11 pairs, 2026-12-01) the node spent 1.2-3.3 µs less per emit out of ~42, ~5%. Where the ' +
+    '-d 15` at once, 12 pairs, 2026-12-01) the node spent 1.2-3.5 µs less per emit out of ~42, ~5%. Where the ' +
     'node\'s busy time goes now (`--cpu-prof`, fresh node on Redis, the same run alone): the write system calls ' +
     '29% (the HTTP answer and the frame, one each per emit), fastify with its JSON body parser 11%, our broker ' +
     '10% and hub 6%, GC 4%. The two do different work per emit: Socket.IO\'s redis adapter writes to its local ' +

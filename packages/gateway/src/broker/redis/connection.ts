@@ -4,7 +4,7 @@
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
 import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
-import { readsFor, readsThrough, type Reads } from './reads.ts';
+import { readsFor, readsThrough, retryDelayMs, type Reads } from './reads.ts';
 
 export type Commands = Redis | Cluster;
 
@@ -32,7 +32,7 @@ const COMMON = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 1,
   // Keep trying forever, at most once a second: the node stays up and recovers by itself.
-  retryStrategy: (attempt: number) => Math.min(50 * attempt, 1000),
+  retryStrategy: retryDelayMs,
 } satisfies RedisOptions;
 
 /**

@@ -45,8 +45,8 @@ interface Pending {
 /** Parsing stopped at the end of the bytes received: the reply's rest comes in a later read. */
 const INCOMPLETE = Symbol('incomplete');
 const CR = 13;
-/** As the ioredis connections' retryStrategy: keep trying, at most once a second. */
-const retryDelayMs = (attempt: number): number => Math.min(50 * attempt, 1000);
+/** How long to wait before connecting again (ioredis's retryStrategy too): keep trying, at most once a second. */
+export const retryDelayMs = (attempt: number): number => Math.min(50 * attempt, 1000);
 
 /**
  * The reads for one redis-server at `url`: the lean connection for a plain redis:// or rediss:// URL, else (a
