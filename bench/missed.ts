@@ -91,7 +91,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '(1.47×: 24,562 against 16,694/s): Socket.IO\'s rate moved by a quarter between the two runs with the ' +
     'machine\'s phase, and 1.8× lies inside that swing. Both servers are the limit (each near a whole core), their ' +
     'load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
-    '(broker/redis/reads.ts; through ioredis a read cost the node 3.2-4.9 µs of CPU, on it 1.3-1.6 µs): with the ' +
+    '(broker/redis/reads.ts; through ioredis an HGET cost the node 3.5-5.3 µs of CPU, on it 1.6-2.1 µs): with the ' +
     'two nodes side by side under the same unpaced load (each `wsload notify http://… --clients 1000 -c 100 -w 2 ' +
     '-d 15` at once, 12 pairs, 2026-12-01) the node spent 1.2-3.5 µs less per emit out of ~42, ~5%. Where the ' +
     'node\'s busy time goes now (`--cpu-prof`, fresh node on Redis, the same run alone): the write system calls ' +
