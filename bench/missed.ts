@@ -63,6 +63,10 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'own client (socket.io-client at 100% of a core, the server at 66%), which is what its users run. Closing it is ' +
     'closing churn_subscribe_per_s.',
   notify_person_per_s:
+    'The notify-person rerun of 2026-12-01 23:18 UTC (`node bench/run.ts --only notify-person`): 19,248 and 19,741/s, ' +
+    'its side-by-side pairs 18,881-23,475/s; the bare peer, which does no protocol work, read 18,747 and 21,427/s in ' +
+    'the same rerun. The full run of 21:58 UTC, on the same code: 29,266/s (the bare peer 16,068/s). The machine\'s ' +
+    'phase, then: the same build read 32-50 µs of node CPU per emit within minutes by hand. ' +
     'The full run of 2026-12-01 07:21 UTC: 19,463 and 19,844/s (2.11× Socket.IO, whose runs read 9,746 and ' +
     '8,923/s; the bare peer 14,239/s). Met in that of 06:48 UTC: 21,243 and 21,394/s (2.92×; the bare peer 13,248/s). ' +
     'That of 06:11 UTC read 16,105 and 16,869/s (2.27×; the bare peer 10,271/s). Since then the emits of one turn of the event loop share one read of their event\'s shapes (broker/redis/broker.ts ' +
@@ -87,10 +91,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'Met in the full run of 2026-12-01 21:58 UTC (2.28×: 29,266 against 12,811/s), missed in that of 20:35 UTC ' +
-    '(1.47×: 24,562 against 16,694/s): Socket.IO\'s rate moved by a quarter between the two runs with the ' +
-    'machine\'s phase, and 1.8× lies inside that swing. Both servers are the limit (each near a whole core), their ' +
-    'load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
+    'Since 2026-12-01 23:18 UTC the median of three pairs of runs made side by side (pairedNotify in bench/run.ts): ' +
+    '2.00× then (pairs 1.35, 2.00, 2.03). Before, the ratio of each target\'s medians, their runs 10-20 minutes ' +
+    'apart: 2.28× in the full run of 21:58 UTC (29,266 against 12,811/s), 1.71× in a rerun of 22:55 UTC, 1.47× in ' +
+    'the full run of 20:35 UTC (24,562 against 16,694/s); Socket.IO read 16,082 then 8,883/s in two consecutive ' +
+    'runs. Both servers are the limit (each near a whole core), their load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
     '(broker/redis/reads.ts; through ioredis an HGET cost the node 3.5-5.3 µs of CPU, on it 1.6-2.1 µs): with the ' +
     'two nodes side by side under the same unpaced load (each `wsload notify http://… --clients 1000 -c 100 -w 2 ' +
     '-d 15` at once, 12 pairs, 2026-12-01) the node spent 1.2-3.5 µs less per emit out of ~42, ~5%. Where the ' +

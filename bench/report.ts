@@ -280,12 +280,13 @@ emitter writes raw HTTP/1.1; peer-load drives the bare peer with the same wire c
 read ~5,300/s, the load generator the limit, against ~8,400/s) and Socket.IO with socket.io-client (that protocol's
 own client), and emits through wsload's HTTP client for every peer (with Node's \`http.request\` its process spent ~45%
 more CPU on a Socket.IO notify run). Where socket.io-client is the limit, this favours the gateway over Socket.IO;
-Socket.IO's figures are what its usual client reaches. The ratios to Socket.IO compare runs made 10-20 minutes apart
-(each target runs its scenarios in turn), and this machine's rates swing by up to 2× from one run to the next of the
-same server (Socket.IO's unpaced notify read 16,082 then 8,883/s in two consecutive runs of 2026-12-01): a ratio near
-its target can fall either side of it in another run. Per emit, which swings less: by hand on 2026-12-01, a few
-minutes apart under the same unpaced one-person load (1,000 listeners, \`-c 100 -w 2 -d 10\`), the gateway's node spent
-32-40 µs of CPU per emit and Socket.IO's server 61-62 µs.
+Socket.IO's figures are what its usual client reaches. This machine's rates swing by up to 2× from one run to the
+next of the same server (Socket.IO's unpaced notify read 16,082 then 8,883/s in two consecutive runs of 2026-12-01),
+and each target runs its scenarios in turn, 10-20 minutes from the other's. The churn and broadcast ratios are far
+from their targets and compare those runs; \`notify_person_vs_socketio\`, near its target, is instead the median of
+${r.quick ? 1 : 3} pair(s) of runs made side by side (both servers filled, their runs alternated; \`<target> notify-pair N\` in
+results.json), so it is not the ratio of the two rates in the table. By hand on 2026-12-01, a few minutes apart under
+the same unpaced one-person load, the gateway's node spent 32-40 µs of CPU per emit and Socket.IO's server 61-62 µs.
 
 ## Figures
 

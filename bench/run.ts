@@ -418,9 +418,55 @@ async function benchTarget(t: Target): Promise<void> {
   }
 }
 
+/**
+ * The one-person notify ratio from runs made side by side. Each target's runs above are 10-20 minutes from the
+ * other's, and rates here swing up to 2× from one run to the next (Socket.IO's read 16,082 then 8,883/s in two
+ * consecutive runs of 2026-12-01): the ratio of such medians fell either side of its target (2.28× and 1.71× half
+ * an hour apart). So the gateway and Socket.IO are both started and filled (9,000 idle clients each, held), their
+ * unpaced one-person runs alternate, gateway first, and the figure is the median of the pairs' ratios, as the
+ * can-connect scenario takes its ratios against a run seconds before. The server not measured idles meanwhile
+ * (its clients' pings only).
+ */
+const NOTIFY_PAIRS = QUICK ? 1 : 3;
+
+async function pairedNotify(pair: [Target, Target]): Promise<void> {
+  const fills = new Map<Target, Proc[]>(pair.map((t) => [t, []]));
+  try {
+    for (const t of pair) {
+      await startTarget(t);
+      // startTarget's Redis client is for the memory levels, not read here: one per target would leak the first.
+      redis?.disconnect();
+      redis = undefined;
+      sampler.phase = `${t.name} fill`;
+      await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills.get(t)!, 0, NOTIFY_CLIENTS);
+    }
+    const ratios: number[] = [];
+    for (let round = 1; round <= NOTIFY_PAIRS; round++) {
+      const rates: Array<number | undefined> = [];
+      for (const t of pair) {
+        sampler.phase = `${t.name} notify-pair`;
+        const args = notifySteps(t, (name) => name)[0]![1];
+        const out = await runLoad(t, args, NOTIFY_WARMUP_S + NOTIFY_S + 120);
+        results.runs[`${t.name} notify-pair ${round}`] = out;
+        rates.push(out.rates?.notificationsPerSecond);
+      }
+      const [ours, theirs] = rates;
+      if (ours !== undefined && theirs) ratios.push(ours / theirs);
+    }
+    record('notify_person_vs_socketio', median(ratios));
+  } catch (error) {
+    results.errors.push(`notify pairs: ${(error as Error).message}`);
+  } finally {
+    for (const [t, held] of fills) await stopFills(t, held);
+    for (const t of pair) sampler.unwatch(t.name);
+    await stopAll();
+  }
+}
+
+/** The `_vs_socketio` figures of the targets' own runs; notify_person's comes from pairedNotify. */
 function ratios(): void {
   const f = results.figures;
-  for (const name of ['churn_subscribe', 'notify_person', 'broadcast_1k']) {
+  for (const name of ['churn_subscribe', 'broadcast_1k']) {
     const [ours, theirs] = [f[`${name}_per_s`], f[`socketio_${name}_per_s`]];
     if (ours !== undefined && theirs) record(`${name}_vs_socketio`, ours / theirs);
   }
@@ -440,6 +486,10 @@ try {
   for (const t of TARGETS_WANTED ? targets : []) {
     console.error(`bench: ${t.name}`);
     await benchTarget(t);
+  }
+  if (TARGETS_WANTED && wanted('notify-person')) {
+    console.error('bench: gateway and socketio, notify pairs');
+    await pairedNotify([targets[0]!, targets[1]!]);
   }
   ratios();
   for (const [name, scenario] of FAILOVER.filter(([name]) => wanted(name))) {
