@@ -7,8 +7,9 @@
  *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s; each twice, medians (make bench)
  *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person (with
- *                                 the gateway/Socket.IO pairs of its ratio, pairedNotify), broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
- *                                 18,000 clients connected), broadcast-18k, can-connect, restart, kill (bench/failover.ts)
+ *                                 the gateway/Socket.IO pairs of its ratio, pairedNotify), broadcast-1k, notify-paced,
+ *                                 broadcast-paced, every-client (the four again with 18,000 clients connected),
+ *                                 broadcast-18k, can-connect, restart, kill (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
