@@ -446,7 +446,7 @@ async function pairedNotify(pair: [Target, Target]): Promise<void> {
       const rates: Array<number | undefined> = [];
       for (const t of pair) {
         sampler.phase = `${t.name} notify-pair`;
-        const args = notifySteps(t, (name) => name)[0]![1];
+        const [, args] = notifySteps(t, (name) => name).find(([name]) => name === 'notify-person')!;
         const out = await runLoad(t, args, NOTIFY_WARMUP_S + NOTIFY_S + 120);
         results.runs[`${t.name} notify-pair ${round}`] = out;
         rates.push(out.rates?.notificationsPerSecond);

@@ -82,6 +82,10 @@ test('a password, a user and a database in the URL are sent before the first rea
 
   const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback);
   t.after(() => refused.close());
+  // Once Redis has refused its AUTH (ACL LOG records it), the lean connection would take reads if it took a
+  // refusal for a success; a read now tells the two apart.
+  for (let i = 0; i < 10_000 && ((await admin.acl('LOG')) as unknown[]).length === 0; i++);
+  assert.notEqual(((await admin.acl('LOG')) as unknown[]).length, 0, 'Redis saw the wrong password');
   assert.equal(await refused.hget('bucket', 'a'), THROUGH_IOREDIS, 'refused: reads stay with ioredis');
 });
 

@@ -35,7 +35,9 @@ const shapeOf = (key: string): Shape => ({ key, fields: key === '' ? [] : key.sp
 
 /** Whether a read of an event's shapes found those of its last emit, in the same order (as a set's usually are). */
 function sameShapes(shapes: readonly Shape[], keys: readonly string[]): boolean {
-  return shapes.length === keys.length && shapes.every((shape, i) => shape.key === keys[i]);
+  if (shapes.length !== keys.length) return false;
+  for (let i = 0; i < keys.length; i++) if (shapes[i]!.key !== keys[i]) return false;
+  return true;
 }
 
 export interface RedisBrokerOptions {

@@ -116,7 +116,9 @@ class RespReads implements Reads {
   #send(command: string): Promise<Reply> {
     if (this.#out === '') setImmediate(() => this.#flush());
     this.#out += command;
-    return new Promise<Reply>((resolve, reject) => this.#pending.push({ resolve, reject }));
+    const pending = Promise.withResolvers<Reply>();
+    this.#pending.push(pending);
+    return pending.promise;
   }
 
   #flush(): void {
