@@ -33,6 +33,40 @@ describe('IsolateRunner beyond the contract', () => {
     }
   });
 
+  it('keeps a batch open while calls keep coming, and closes it at the next turn after a quiet spell', async () => {
+    const runner = new IsolateRunner({ ...CONTRACT_LIMITS, size: 1 });
+    // Each call answers its place in its batch: the first of a batch resets the count once the batch has run.
+    const counter = code(
+      'let placed = 0; function main(g) { if (placed === 0) Promise.resolve().then(() => { placed = 0 }); placed += 1; return { canConnect: false, errorText: String(placed) } }',
+      'isolate',
+    );
+    const sys = customerCalls(); // a batch holds calls with the same system calls
+    const place = async (): Promise<number> => Number((await runner.canConnect(counter, request(), sys)).errorText);
+    try {
+      await place(); // the code's context is made
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      let answered = false;
+      const alone = place().finally(() => { answered = true; });
+      let turns = 0;
+      while (!answered) {
+        turns += 1;
+        await new Promise(setImmediate);
+      }
+      assert.equal(await alone, 1);
+      assert.ok(turns < 10, `a call after a quiet spell waited ${turns} turns of the event loop`);
+      // Calls one a turn, as a churn of REGISTERs brings them: two turns' batches would hold two or three each.
+      const steady: Promise<number>[] = [];
+      for (let i = 0; i < 20; i++) {
+        steady.push(place());
+        await new Promise(setImmediate);
+      }
+      const places = await Promise.all(steady);
+      assert.ok(Math.max(...places) >= 8, `batches of at most ${Math.max(...places)} calls`);
+    } finally {
+      await runner.close();
+    }
+  });
+
   it('answers unavailable once closed, without running the code', async () => {
     const runner = new IsolateRunner(CONTRACT_LIMITS);
     await runner.close();
