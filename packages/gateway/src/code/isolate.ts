@@ -16,6 +16,7 @@ import type {
   RunnerLimits,
   SystemCalls,
 } from './code-runner.ts';
+import { Batches, type BatchSlot } from './batches.ts';
 import { SlotPool } from './pool.ts';
 import { isOutcome, outcomeOf, outOfMemory, timedOut, unavailable, verdictOf, type Outcome } from './verdict.ts';
 
@@ -80,25 +81,10 @@ const ENTRY_NAMES = ['bind', 'startAll', 'readAll', 'wait', 'run'] as const;
  */
 const SYNC_SLICE_MS = 10;
 
-/**
- * Calls of one code that arrive close together enter its isolate together: entering an isolate from a busy node
- * costs more than most lean code (~20-40 µs with cold caches, against ~3 µs warm), so a burst pays it once.
- */
-const MAX_BATCH = 32;
-
-/**
- * How long a batch stays open when the last one closed less than this before: calls are coming steadily. Under a
- * churn of REGISTERs a turn of the event loop brings one or two, so a batch of two turns held ~3 calls, and the
- * node spent 20-27 µs more per client than on the same churn without code; open 2 ms, a batch holds ~20 and the
- * difference is −7 to +13 µs (`wsload churn … -c 100 --register checked-token`, alternated with `announcements`).
- * A call after a quiet spell does not wait for it: its batch closes at the end of the next turn.
- */
-const BATCH_WINDOW_MS = 2;
-
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const isTimeout = (error: unknown): boolean => messageOf(error).includes('timed out');
 
-class IsolateSlot {
+class IsolateSlot implements BatchSlot {
   readonly #limits: RunnerLimits;
   #isolate: ivm.Isolate | undefined;
   /** Per code id: its loaded entry in this isolate (a promise, so a failed load is retried next call). */
@@ -256,82 +242,24 @@ async function loadEntry(isolate: ivm.Isolate, code: PreparedCode, timeoutMs: nu
   return Object.fromEntries(ENTRY_NAMES.map((name, index) => [name, references[index]])) as unknown as Entry;
 }
 
-/** A call waiting for the turn of the event loop to end, when it enters an isolate with its batch. */
-interface Queued {
-  code: PreparedCode;
-  request: CanConnectRequest;
-  sys: SystemCalls;
-  resolve(verdict: CanConnectVerdict): void;
-}
-
 export class IsolateRunner implements CodeRunner {
   readonly #slots: IsolateSlot[];
   readonly #pool: SlotPool<IsolateSlot>;
-  readonly #limits: RunnerLimits;
-  #queued: Queued[] = [];
-  /** performance.now() when the last batch closed. */
-  #lastFlush = -Infinity;
+  readonly #batches: Batches<IsolateSlot>;
 
   /** Isolates are created on first use, and again after a memory blow-up or a hang. */
   constructor(limits: RunnerLimits) {
-    this.#limits = limits;
     this.#slots = Array.from({ length: limits.size }, () => new IsolateSlot(limits));
     this.#pool = new SlotPool(this.#slots, limits.queue);
+    this.#batches = new Batches(this.#pool, limits.timeoutMs, 'isolates');
   }
 
   canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
-    return new Promise((resolve) => {
-      if (this.#queued.length === 0) this.#openBatch();
-      this.#queued.push({ code, request, sys, resolve });
-    });
-  }
-
-  /**
-   * Calls coming steadily (the last batch closed within the window): the batch stays open BATCH_WINDOW_MS.
-   * Otherwise an immediate set from an immediate closes it at the end of the next turn: the REGISTERs of two
-   * turns' socket reads, a few microseconds when the node is idle.
-   */
-  #openBatch(): void {
-    if (performance.now() - this.#lastFlush < BATCH_WINDOW_MS) setTimeout(() => this.#flush(), BATCH_WINDOW_MS);
-    else setImmediate(() => setImmediate(() => this.#flush()));
-  }
-
-  #flush(): void {
-    const queued = this.#queued;
-    this.#queued = [];
-    this.#lastFlush = performance.now();
-    for (const batch of batchesOf(queued)) {
-      void this.#callAll(batch).then((verdicts) => batch.forEach((call, index) => call.resolve(verdicts[index] ?? unexpected())));
-    }
-  }
-
-  async #callAll(batch: readonly Queued[]): Promise<CanConnectVerdict[]> {
-    const slot = await this.#pool.acquire(this.#limits.timeoutMs);
-    if (typeof slot === 'string') return batch.map(() => unavailable(`isolates: ${slot}`));
-    const [{ code, sys }] = batch as [Queued];
-    try {
-      return await slot.callAll(code, batch.map((call) => call.request), sys);
-    } catch (error) {
-      // isolated-vm itself failed (an isolate could not be created): the promise is a verdict, whatever happens.
-      return batch.map(() => unavailable(`isolates: ${messageOf(error)}`));
-    } finally {
-      this.#pool.release(slot);
-    }
+    return this.#batches.call(code, request, sys);
   }
 
   async close(): Promise<void> {
     this.#pool.close();
     for (const slot of this.#slots) slot.close();
   }
-}
-
-/** Calls of the same code and system calls together, at most MAX_BATCH each, in their order of arrival. */
-function batchesOf(queued: readonly Queued[]): Queued[][] {
-  const batches: Queued[][] = [];
-  for (const call of queued) {
-    const batch = batches.find((open) => open.length < MAX_BATCH && open[0]?.code.id === call.code.id && open[0].sys === call.sys);
-    if (batch) batch.push(call);
-    else batches.push([call]);
-  }
-  return batches;
 }

@@ -1,7 +1,8 @@
 /**
- * A fixed set of slots (isolates, workers, containers), one call at a time each. A call that finds none
- * free waits in a bounded queue, first come first served, and gives up after its wait limit: a REGISTER
- * is never held longer than the wait plus one call's time limit.
+ * A fixed set of slots (isolates, workers, containers), one batch of calls at a time each (batches.ts). A batch
+ * that finds none free waits in a bounded queue, first come first served, and gives up after its wait limit: a
+ * REGISTER is held at most the wait plus the time limits of its batch's calls up to its own (those run one after
+ * another only when they use up their time: code that loops or waits).
  */
 interface Waiter<S> {
   grant(slot: S): void;

@@ -1,17 +1,24 @@
 /**
  * Messages between the node and a sandbox worker (sandbox-worker.ts): over the IPC channel of a forked
- * process, or as JSON lines over a container's stdin/stdout. One call at a time per worker; `call`
- * numbers let the node drop late answers from a call it has already given up on.
+ * process, or as JSON lines over a container's stdin/stdout. The node sends a batch of calls in one message;
+ * the worker runs them one at a time, in order, and answers each as it settles, so the node always knows
+ * which call is running. `call` numbers let the node drop late answers from a call it has already given up on.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { CanConnectRequest, GetAllQuery } from './code-runner.ts';
 import type { Outcome } from './verdict.ts';
 
 export type ToWorker =
-  /** Import `file` (cached per file: one file per code version) and run its main. */
-  | { type: 'call'; call: number; file: string; request: CanConnectRequest }
+  /** For each call in order: import `file` (cached per file: one file per code version) and run its main. */
+  | { type: 'calls'; calls: WorkerCall[] }
   | { type: 'rows'; call: number; query: number; rows: unknown[] }
   | { type: 'rows'; call: number; query: number; error: string };
+
+export interface WorkerCall {
+  call: number;
+  file: string;
+  request: CanConnectRequest;
+}
 
 export type FromWorker =
   | { type: 'ready' }

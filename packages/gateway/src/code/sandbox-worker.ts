@@ -1,5 +1,6 @@
 /**
- * A sandbox worker: runs can-connect code that is not lean, as plain Node would, one call at a time, in a
+ * A sandbox worker: runs can-connect code that is not lean, as plain Node would, one call at a time (a batch's
+ * calls in order, each answered as it settles), in a
  * process the node started with Node's permission model locked down (sandbox-process.ts) or in a
  * container (sandbox-docker.ts). The node enforces the time limit by killing it; the heap limit is
  * --max-old-space-size. Code modules are imported once per version and keep their state between calls.
@@ -11,7 +12,7 @@
 import { Console } from 'node:console';
 import { registerHooks } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { encodeLine, lineSplitter, WORKER_OPTIONS, type FromWorker, type ToWorker } from './sandbox-protocol.ts';
+import { encodeLine, lineSplitter, WORKER_OPTIONS, type FromWorker, type ToWorker, type WorkerCall } from './sandbox-protocol.ts';
 import { outcomeOf } from './verdict.ts';
 
 const option = (prefix: string): string | undefined =>
@@ -81,23 +82,43 @@ function getAll(call: number, params: unknown): Promise<unknown[]> {
   });
 }
 
-async function run({ call, file, request }: Extract<ToWorker, { type: 'call' }>): Promise<void> {
-  let main: unknown;
-  try {
-    ({ main } = (await import(pathToFileURL(file).href)) as { main: unknown });
-  } catch (error) {
-    // A module that fails to load (syntax, a missing package, a top-level throw) is the code throwing.
-    main = () => {
-      throw error;
-    };
+/** Each code file's main, imported once: a file is one code version. */
+const mains = new Map<string, Promise<unknown>>();
+
+function mainOf(file: string): Promise<unknown> {
+  let main = mains.get(file);
+  if (main === undefined) {
+    main = import(pathToFileURL(file).href).then(
+      (module: { main?: unknown }) => module.main,
+      (error: unknown) => {
+        mains.delete(file); // tried again next call, as Node would
+        // A module that fails to load (syntax, a missing package, a top-level throw) is the code throwing.
+        return () => {
+          throw error;
+        };
+      },
+    );
+    mains.set(file, main);
   }
+  return main;
+}
+
+async function run({ call, file, request }: WorkerCall): Promise<void> {
+  const main = await mainOf(file);
   const g = { req: request, sys: { db: { getAll: (params: unknown) => getAll(call, params) } } };
   channel.send({ type: 'outcome', call, outcome: await outcomeOf(main, g) });
 }
 
+/** One call at a time, as the node counts on: a batch that arrives while another runs waits for it. */
+let running = Promise.resolve();
+
+async function runAll(calls: WorkerCall[]): Promise<void> {
+  for (const call of calls) await run(call);
+}
+
 channel.listen((message) => {
   const received = message as ToWorker;
-  if (received.type === 'call') void run(received);
+  if (received.type === 'calls') running = running.then(() => runAll(received.calls));
   if (received.type !== 'rows') return;
   const waiting = queries.get(received.query);
   queries.delete(received.query);

@@ -1,8 +1,8 @@
 /**
  * The sandbox runner: code that is not lean runs in worker processes (sandbox-process.ts) or containers
  * (sandbox-docker.ts) beside the node, each running sandbox-worker.ts. This file is what both share: the
- * code files, the pool, one call at a time per worker, g.sys.db.getAll served from the node, the time
- * limit (the node kills a worker that does not answer in time) and a new worker after any death.
+ * code files, the pool, batches of calls run one at a time per worker, g.sys.db.getAll served from the node,
+ * the time limit (the node kills a worker that does not answer in time) and a new worker after any death.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ import type {
   RunnerLimits,
   SystemCalls,
 } from './code-runner.ts';
+import { Batches, type BatchSlot } from './batches.ts';
 import { SlotPool } from './pool.ts';
 import type { ToWorker } from './sandbox-protocol.ts';
 import { isOutcome, outOfMemory, timedOut, unavailable, verdictOf } from './verdict.ts';
@@ -92,26 +93,91 @@ interface CodeFile {
   ensure(): void;
 }
 
-interface Call {
-  id: number;
+/** The batch a worker is running: its calls run one at a time, in order. */
+interface Running {
   sys: SystemCalls;
-  done(verdict: CanConnectVerdict): void;
+  /** The number of the call the worker is running: the first not answered. */
+  current(): number;
+  /** The current call's verdict; the next call is then the current one. */
+  answer(verdict: CanConnectVerdict): void;
+  /** The current call failed with the worker (timed out, killed, exited): the batch ends there. */
+  fail(verdict: CanConnectVerdict): void;
 }
 
-class WorkerSlot {
+class WorkerSlot implements BatchSlot {
   readonly #launcher: WorkerLauncher;
   readonly #limits: RunnerLimits;
+  readonly #files: (code: PreparedCode) => CodeFile;
   #worker: Worker | undefined;
-  #call: Call | undefined;
+  #running: Running | undefined;
   #lastCall = 0;
   #closed = false;
 
-  constructor(launcher: WorkerLauncher, limits: RunnerLimits) {
+  constructor(launcher: WorkerLauncher, limits: RunnerLimits, files: (code: PreparedCode) => CodeFile) {
     this.#launcher = launcher;
     this.#limits = limits;
+    this.#files = files;
   }
 
-  async call(file: CodeFile, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
+  /**
+   * One verdict per request, in order. The worker runs the batch's calls one at a time, each under the time
+   * limit from the moment the one before it answered; when one ends the worker (a timeout, a memory blow-up,
+   * an exit), it gets that verdict and the calls after it, which never ran, go to the next worker together.
+   */
+  async callAll(code: PreparedCode, requests: readonly CanConnectRequest[], sys: SystemCalls): Promise<CanConnectVerdict[]> {
+    const file = this.#files(code);
+    const verdicts: CanConnectVerdict[] = [];
+    while (verdicts.length < requests.length) verdicts.push(...(await this.#runBatch(file, requests.slice(verdicts.length), sys)));
+    return verdicts;
+  }
+
+  /** The verdicts of the batch's calls up to the first that ended its worker, or of all of them. */
+  async #runBatch(file: CodeFile, requests: readonly CanConnectRequest[], sys: SystemCalls): Promise<CanConnectVerdict[]> {
+    const handle = await this.#workerFor(file);
+    if ('canConnect' in handle) return requests.map(() => handle);
+    return new Promise((resolve) => {
+      const first = this.#lastCall + 1;
+      this.#lastCall += requests.length;
+      const verdicts: CanConnectVerdict[] = [];
+      let timer: NodeJS.Timeout | undefined;
+      const finish = (): void => {
+        clearTimeout(timer);
+        if (this.#running === running) this.#running = undefined;
+        resolve(verdicts);
+      };
+      const limit = (): void => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          this.stop();
+          running.fail(timedOut(this.#limits));
+        }, this.#limits.timeoutMs);
+      };
+      const running: Running = {
+        sys,
+        current: () => first + verdicts.length,
+        answer: (verdict) => {
+          verdicts.push(verdict);
+          if (verdicts.length === requests.length) finish();
+          else limit();
+        },
+        fail: (verdict) => {
+          verdicts.push(verdict);
+          finish();
+        },
+      };
+      this.#running = running;
+      limit();
+      const calls = requests.map((request, index) => ({ call: first + index, file: file.path, request }));
+      const unsent = send(handle, { type: 'calls', calls });
+      if (unsent !== undefined) {
+        verdicts.push(...requests.map(() => unavailable(`the request cannot be sent: ${unsent}`)));
+        finish();
+      }
+    });
+  }
+
+  /** A ready worker that has (or will import) `file`, or the verdict that says why there is none. */
+  async #workerFor(file: CodeFile): Promise<WorkerHandle | CanConnectVerdict> {
     if (this.#closed) return unavailable('the runner is closed');
     // Only a worker's first import of a file needs it on disk (a stat per REGISTER was 3% of the node's time),
     // and before a worker starts: its permissions name the code directory, which must exist by then.
@@ -127,22 +193,7 @@ class WorkerSlot {
     }
     const notReady = await worker.ready;
     if (notReady !== undefined || !worker.handle) return unavailable(notReady ?? `${this.#launcher.where}: not started`);
-    const handle = worker.handle;
-    return new Promise((resolve) => {
-      const id = ++this.#lastCall;
-      const timer = setTimeout(() => {
-        this.stop();
-        finish(timedOut(this.#limits));
-      }, this.#limits.timeoutMs);
-      const finish = (verdict: CanConnectVerdict): void => {
-        clearTimeout(timer);
-        if (this.#call?.id === id) this.#call = undefined;
-        resolve(verdict);
-      };
-      this.#call = { id, sys, done: finish };
-      const unsent = send(handle, { type: 'call', call: id, file: file.path, request });
-      if (unsent !== undefined) finish(unavailable(`the request cannot be sent: ${unsent}`));
-    });
+    return worker.handle;
   }
 
   /** Stops for good; resolves once its worker is gone (at most CLOSE_WAIT_MS). */
@@ -156,13 +207,13 @@ class WorkerSlot {
     clearTimeout(timer);
   }
 
-  /** Kills the worker (the next call starts another) and answers the call in flight, if any. */
+  /** Kills the worker (the next call starts another) and ends the batch it was running, if any, with `verdict`. */
   stop(verdict?: CanConnectVerdict): void {
     const worker = this.#worker;
     this.#worker = undefined;
     worker?.settle(`${this.#launcher.where}: stopped`);
     worker?.handle?.kill();
-    if (verdict) this.#call?.done(verdict);
+    if (verdict) this.#running?.fail(verdict);
   }
 
   #start(): Worker {
@@ -194,24 +245,24 @@ class WorkerSlot {
     if (worker !== this.#worker || typeof message !== 'object' || message === null) return;
     const { type, call, query, params, outcome } = message as Record<string, unknown>;
     if (type === 'ready') worker.settle(undefined);
-    const current = this.#call;
-    if (current === undefined || call !== current.id) return;
+    const running = this.#running;
+    if (running === undefined || call !== running.current()) return;
     if (type === 'outcome') {
-      current.done(isOutcome(outcome) ? verdictOf(outcome) : unavailable('the sandbox answered something unexpected'));
+      running.answer(isOutcome(outcome) ? verdictOf(outcome) : unavailable('the sandbox answered something unexpected'));
     }
-    if (type === 'getAll' && typeof query === 'number') this.#serve(worker, current, query, params as GetAllQuery);
+    if (type === 'getAll' && typeof query === 'number') this.#serve(worker, running, call, query, params as GetAllQuery);
   }
 
-  #serve(worker: Worker, call: Call, query: number, params: GetAllQuery): void {
+  #serve(worker: Worker, running: Running, call: number, query: number, params: GetAllQuery): void {
     // Through a promise from the start: a getAll that throws at once must not throw here.
-    Promise.resolve(params).then((asked) => call.sys.db.getAll(asked)).then(
-      (rows): ToWorker => ({ type: 'rows', call: call.id, query, rows }),
-      (error): ToWorker => ({ type: 'rows', call: call.id, query, error: messageOf(error) }),
+    Promise.resolve(params).then((asked) => running.sys.db.getAll(asked)).then(
+      (rows): ToWorker => ({ type: 'rows', call, query, rows }),
+      (error): ToWorker => ({ type: 'rows', call, query, error: messageOf(error) }),
     ).then((reply) => {
-      if (worker !== this.#worker || this.#call !== call || !worker.handle) return;
+      if (worker !== this.#worker || this.#running !== running || running.current() !== call || !worker.handle) return;
       const unsent = send(worker.handle, reply);
       // Rows JSON cannot carry (a BigInt): the code gets an error instead of waiting for its time limit.
-      if (unsent !== undefined) send(worker.handle, { type: 'rows', call: call.id, query, error: `the rows cannot be sent: ${unsent}` });
+      if (unsent !== undefined) send(worker.handle, { type: 'rows', call, query, error: `the rows cannot be sent: ${unsent}` });
     });
   }
 
@@ -221,38 +272,28 @@ class WorkerSlot {
     if (worker !== this.#worker) return;
     this.#worker = undefined;
     const where = this.#launcher.where;
-    this.#call?.done(memory ? outOfMemory(this.#limits) : unavailable(`${where}: the worker exited during the call (${why})`));
+    this.#running?.fail(memory ? outOfMemory(this.#limits) : unavailable(`${where}: the worker exited during the call (${why})`));
   }
 }
 
 export class SandboxRunner implements CodeRunner {
   readonly #codeDir: string;
-  readonly #where: string;
-  readonly #limits: RunnerLimits;
   readonly #slots: WorkerSlot[];
   readonly #pool: SlotPool<WorkerSlot>;
+  readonly #batches: Batches<WorkerSlot>;
   /** By code id. */
   readonly #files = new Map<string, CodeFile>();
 
   /** `codeDir` becomes the runner's: close removes it. Workers start on first use. */
   constructor(launcher: WorkerLauncher, limits: RunnerLimits, codeDir: string) {
     this.#codeDir = codeDir;
-    this.#where = launcher.where;
-    this.#limits = limits;
-    this.#slots = Array.from({ length: limits.size }, () => new WorkerSlot(launcher, limits));
+    this.#slots = Array.from({ length: limits.size }, () => new WorkerSlot(launcher, limits, (code) => this.#file(code)));
     this.#pool = new SlotPool(this.#slots, limits.queue);
+    this.#batches = new Batches(this.#pool, limits.timeoutMs, launcher.where);
   }
 
-  async canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
-    const slot = await this.#pool.acquire(this.#limits.timeoutMs);
-    if (typeof slot === 'string') return unavailable(`sandbox workers: ${slot}`);
-    try {
-      return await slot.call(this.#file(code), request, sys);
-    } catch (error) {
-      return unavailable(`${this.#where}: ${messageOf(error)}`);
-    } finally {
-      this.#pool.release(slot);
-    }
+  canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
+    return this.#batches.call(code, request, sys);
   }
 
   async close(): Promise<void> {

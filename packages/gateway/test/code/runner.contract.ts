@@ -118,6 +118,17 @@ export function runnerContract(name: string, make: (limits: RunnerLimits) => Cod
       assert.deepEqual(await together(people), [true, true, 'only India', 'timeout', 'unknown', true]);
     });
 
+    it('calls made together each get the whole time limit, though together they take longer', async () => {
+      const limited = make({ ...CONTRACT_LIMITS, size: 1, timeoutMs: 500 });
+      try {
+        const slow = code('function main(g) { const end = Date.now() + 200; while (Date.now() < end) {} return { canConnect: true } }');
+        const verdicts = await Promise.all(Array.from({ length: 4 }, () => limited.canConnect(slow, request(), sys)));
+        assert.deepEqual(verdicts, Array.from({ length: 4 }, () => ({ canConnect: true })));
+      } finally {
+        await limited.close();
+      }
+    });
+
     it('runs calls beyond the pool size from its queue', async () => {
       const verdicts = await Promise.all(Array.from({ length: 20 }, (_, i) => run(SOURCES.indiaOnly, i % 2 ? outsider : undefined)));
       assert.equal(verdicts.filter((verdict) => verdict.canConnect).length, 10);

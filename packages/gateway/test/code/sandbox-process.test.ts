@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { CodeRunner } from '../../src/code/code-runner.ts';
-import { processSandbox } from '../../src/code/sandbox-process.ts';
-import { code, customerCalls, request, SOURCES } from './fixtures.ts';
+import { ProcessLauncher, processSandbox } from '../../src/code/sandbox-process.ts';
+import type { ToWorker } from '../../src/code/sandbox-protocol.ts';
+import { codeDirName, SandboxRunner, type WorkerLauncher } from '../../src/code/sandbox.ts';
+import { code, customerCalls, outsider, request, SOURCES } from './fixtures.ts';
 import { CONTRACT_LIMITS, refusesPastTheQueue, runnerContract } from './runner.contract.ts';
 
 runnerContract('worker processes', (limits) => processSandbox(limits));
@@ -27,6 +29,28 @@ const denied = (verdict: { failure?: string; errorText?: string }, use: string):
 
 describe('process sandbox beyond the contract', () => {
   it('refuses at once when every worker is busy and the queue is full', () => refusesPastTheQueue(processSandbox));
+
+  it('sends the calls that arrive together to its worker in one message', async () => {
+    const codeDir = codeDirName();
+    const launcher = new ProcessLauncher(codeDir, CONTRACT_LIMITS.memoryMb);
+    const sent: ToWorker[] = [];
+    const counting: WorkerLauncher = {
+      where: launcher.where,
+      start: async (events) => {
+        const handle = await launcher.start(events);
+        return { send: (message) => { sent.push(message); handle.send(message); }, kill: () => handle.kill() };
+      },
+    };
+    const runner = new SandboxRunner(counting, { ...CONTRACT_LIMITS, size: 1 }, codeDir);
+    try {
+      const sys = customerCalls();
+      const verdicts = await Promise.all(Array.from({ length: 10 }, (_, i) => runner.canConnect(code(SOURCES.indiaOnly), request(i % 2 ? outsider : undefined), sys)));
+      assert.deepEqual(verdicts.map((verdict) => verdict.canConnect), [true, false, true, false, true, false, true, false, true, false]);
+      assert.deepEqual(sent.map((message) => (message.type === 'calls' ? message.calls.length : message.type)), [10]);
+    } finally {
+      await runner.close();
+    }
+  });
 
   it('keeps module state between calls: code that needs it is why the sandbox exists', async () => {
     const runner = processSandbox({ ...CONTRACT_LIMITS, size: 1 });
