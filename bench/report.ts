@@ -56,6 +56,9 @@ function table(r: Results): string {
   return [head, `|---|${TARGETS.map(() => '---:|').join('')}---|---|`, ...rows].join('\n');
 }
 
+/** How many rounds the can-connect scenario ran: its isolate runs, one a round. */
+const codeRounds = (r: Results): number => Object.keys(r.runs).filter((name) => /^gateway can-connect checked-token \d+$/.test(name)).length;
+
 /** Issue 5: the subscribe rate with can-connect code, side by side with no code. Targets only on the ratios. */
 const CODE_FIGURES: Array<[string, string, number | undefined]> = [
   ['subscribe_no_code_per_s', 'no code (`announcements`)', undefined],
@@ -301,10 +304,10 @@ the tables and charts show the second pass.
 `}${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 
-Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right after
-a run of the event without code, and its ratio is to that run (the rate drifts 10-20% over minutes here; a pair a few
-seconds apart shares the drift); medians over ${r.quick ? 1 : 3} round(s) of the rates and of the ratios
-(\`subscribe_*_vs_no_code\` in results.json, each run's output under \`runs\`).
+Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right beside
+a run of the event without code, before it in one round and after it in the next, and its ratio is to that run (the
+rate drifts 10-20% over minutes here; a pair a few seconds apart shares the drift); medians over ${codeRounds(r)} round(s) of
+the rates and of the ratios (\`subscribe_*_vs_no_code\` in results.json, each run's output under \`runs\`).
 
 ${codeTable(r)}
 
