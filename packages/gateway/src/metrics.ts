@@ -84,6 +84,11 @@ export function createMetrics() {
       help: 'Registry writes that failed (repaired by the next resync)',
       registers,
     }),
+    leanReads: new Gauge({
+      name: 'herald_redis_lean_reads',
+      help: "1 while the emit's registry reads are on their own connection to Redis, 0 while they go through ioredis",
+      registers,
+    }),
     deliveriesIn: new Counter({
       name: 'herald_deliveries_in_total',
       help: 'Emits that reached this node for local fan-out',

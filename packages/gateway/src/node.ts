@@ -147,6 +147,11 @@ export class Gateway {
           metrics.brokerWriteFailures.inc();
           log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');
         },
+        leanReads(lean, why) {
+          metrics.leanReads.set(lean ? 1 : 0);
+          if (lean) log.info("the emit's registry reads are on their own connection to Redis");
+          else log.warn({ why }, "the emit's registry reads go through ioredis until their own connection to Redis is back");
+        },
       },
     });
   }

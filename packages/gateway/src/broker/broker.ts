@@ -45,4 +45,9 @@ export interface BrokerObserver {
   swept(deadNodeId: string, routes: number): void;
   /** A registry write failed; a resync will repair it. */
   writeFailed(error: Error): void;
+  /**
+   * The emit's registry reads moved onto their lean connection to Redis (`lean`) or back onto the broker's
+   * client (not `lean`; `why`). Only a broker on one redis-server at a plain URL has the lean connection.
+   */
+  leanReads(lean: boolean, why: string): void;
 }

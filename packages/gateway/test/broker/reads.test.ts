@@ -28,10 +28,24 @@ after(async () => {
   await server.stop();
 });
 
-async function leanReads(url = server.url): Promise<Reads> {
-  const reads = readsFor(url, fallback);
+async function leanReads(url = server.url, told?: Told): Promise<Reads> {
+  const reads = readsFor(url, fallback, told?.listener);
   await reads.whenReady();
   return reads;
+}
+
+/** What a listener was told, in order, and a wait for the next time it is. */
+class Told {
+  readonly changes: Array<[boolean, string]> = [];
+  #next: (() => void) | undefined;
+  readonly listener = (lean: boolean, why: string): void => {
+    this.changes.push([lean, why]);
+    this.#next?.();
+  };
+
+  async until(count: number): Promise<void> {
+    while (this.changes.length < count) await new Promise<void>((resolve) => (this.#next = resolve));
+  }
 }
 
 test('reads of one turn leave in one batch and are answered in order, as Redis answers them', async (t) => {
@@ -80,18 +94,28 @@ test('a password, a user and a database in the URL are sent before the first rea
   assert.equal(await withPassword.hget('bucket', 'a'), 'in db 3');
   assert.equal(await asAlice.hget('bucket', 'a'), 'in db 3');
 
-  const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback);
+  const told = new Told();
+  const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback, told.listener);
   t.after(() => refused.close());
   // Once Redis has refused its AUTH (ACL LOG records it), the lean connection would take reads if it took a
   // refusal for a success; a read now tells the two apart.
   for (let i = 0; i < 10_000 && ((await admin.acl('LOG')) as unknown[]).length === 0; i++);
   assert.notEqual(((await admin.acl('LOG')) as unknown[]).length, 0, 'Redis saw the wrong password');
   assert.equal(await refused.hget('bucket', 'a'), THROUGH_IOREDIS, 'refused: reads stay with ioredis');
+  await told.until(1);
+  assert.equal(told.changes[0]![0], false);
+  assert.match(told.changes[0]![1], /^Redis refused the handshake: WRONGPASS/);
+  // It keeps trying, and says so once: ACL LOG counts the refusals of one client address in one entry.
+  const refusals = async (): Promise<number> => Number((((await admin.acl('LOG')) as unknown[][])[0] ?? [])[1] ?? 0);
+  for (let i = 0; i < 10_000 && (await refusals()) < 3; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.ok((await refusals()) >= 3, 'tried again');
+  assert.equal(told.changes.length, 1, 'told once, not once per try');
 });
 
 test('while Redis is gone reads go through ioredis, and the lean connection comes back with it', async (t) => {
   const own = await startRedis();
-  const reads = await leanReads(own.url);
+  const told = new Told();
+  const reads = await leanReads(own.url, told);
   t.after(async () => {
     reads.close();
     await own.stop();
@@ -115,6 +139,9 @@ test('while Redis is gone reads go through ioredis, and the lean connection come
   await own.restart();
   await reads.whenReady();
   assert.equal(await reads.hget('bucket', 'a'), null, 'read from the restarted (empty) server');
+  await told.until(3);
+  assert.deepEqual(told.changes.map(([lean]) => lean), [true, false, true]);
+  assert.match(told.changes[1]![1], /closed|ECONNRESET|ECONNREFUSED/);
 });
 
 test('a URL that ioredis reads its own way (options in the query, a socket path) is read through ioredis', async () => {

@@ -137,13 +137,17 @@ test('Redis FLUSHALL, then a Redis restart: every node writes its routes back an
   await everyoneReached(people, node(1), 'after flushall');
 
   seen = await resyncs();
+  const leanReads = () => Promise.all(fleet.nodes.map((each) => nodeMetric(each, 'herald_redis_lean_reads')));
+  assert.deepEqual(await leanReads(), [1, 1, 1], "every node's emit reads on their own connection");
   await redis.stop('SIGKILL');
   const refused = await emitTo(node(0), 'order-updates', { recipientId: '1' });
   assert.equal(refused.status, 503);
   await until(async () => (await fetch(`${node(0).http}/readyz`)).status === 503, 'node A to report not ready');
+  await until(async () => (await leanReads()).every((lean) => lean === 0), "every node's emit reads to go through ioredis");
   await redis.restart();
   await until(async () => (await resyncs()).every((count, i) => count > (seen[i] as number)), 'every node to resync');
   await until(async () => (await fetch(`${node(0).http}/readyz`)).status === 200, 'node A to be ready again');
+  await until(async () => (await leanReads()).every((lean) => lean === 1), "every node's emit reads back on their own connection");
   await everyoneReached(people, node(2), 'after restart');
   await Promise.all(people.map((person) => person.client.close()));
 });

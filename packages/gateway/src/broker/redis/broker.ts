@@ -83,7 +83,7 @@ export class RedisBroker implements Broker {
     this.nodeId = options.nodeId;
     this.#observer = options.observer;
     this.#keys = keyspace(options.keyPrefix);
-    this.#connection = connect(options.target);
+    this.#connection = connect(options.target, (lean, why) => options.observer.leanReads(lean, why));
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
     this.#lease = new Lease({

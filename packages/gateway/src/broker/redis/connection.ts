@@ -4,7 +4,7 @@
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
 import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
-import { readsFor, readsThrough, retryDelayMs, type Reads } from './reads.ts';
+import { readsFor, readsThrough, retryDelayMs, type LeanReadsListener, type Reads } from './reads.ts';
 
 export type Commands = Redis | Cluster;
 
@@ -64,7 +64,7 @@ function hostPort(address: string): { host: string; port: number } {
   return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
 }
 
-export function connect(target: RedisTarget): Connection {
+export function connect(target: RedisTarget, onLeanReads?: LeanReadsListener): Connection {
   if (target.cluster) {
     const cluster = new Cluster(target.cluster.map(hostPort), {
       shardedSubscribers: true,
@@ -79,7 +79,7 @@ export function connect(target: RedisTarget): Connection {
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
   const commands = new BatchingRedis(url, COMMON);
-  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), readsFor(url, commands));
+  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), readsFor(url, commands, onLeanReads));
 }
 
 function connection(commands: Commands, subscriber: Commands, reads: Reads): Connection {

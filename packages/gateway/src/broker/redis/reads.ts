@@ -26,6 +26,12 @@ export interface Reads {
   close(): void;
 }
 
+/**
+ * Told when the emit's reads move onto the lean connection (`lean`) or back onto ioredis (not `lean`, with why:
+ * Redis unreachable, a handshake Redis refused, a reply out of step). Told once per change, not once per retry.
+ */
+export type LeanReadsListener = (lean: boolean, why: string) => void;
+
 /** The reads through ioredis alone (a Redis Cluster: each read goes to its key's shard). */
 export function readsThrough(commands: Commands): Reads {
   return {
@@ -53,7 +59,7 @@ export const retryDelayMs = (attempt: number): number => Math.min(50 * attempt, 
  * The reads for one redis-server at `url`: the lean connection for a plain redis:// or rediss:// URL, else (a
  * socket path, options in the query, which ioredis reads) through ioredis alone.
  */
-export function readsFor(url: string, commands: Commands): Reads {
+export function readsFor(url: string, commands: Commands, listener: LeanReadsListener = () => {}): Reads {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -61,13 +67,18 @@ export function readsFor(url: string, commands: Commands): Reads {
     return readsThrough(commands);
   }
   const plain = (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.hostname !== '' && parsed.search === '';
-  return plain ? new RespReads(parsed, commands) : readsThrough(commands);
+  return plain ? new RespReads(parsed, commands, listener) : readsThrough(commands);
 }
 
 /** The lean connection to one redis-server, with ioredis (`fallback`) for the reads it cannot take now. */
 class RespReads implements Reads {
   readonly #url: URL;
   readonly #fallback: Commands;
+  readonly #listener: LeanReadsListener;
+  /** What the listener was last told: 'lean', or why not. */
+  #told: string | undefined;
+  /** Why the current socket is closing, when this side knows better than its close does. */
+  #closing: string | undefined;
   #socket: Socket | undefined;
   #ready = false;
   #whenReady = Promise.withResolvers<void>();
@@ -83,9 +94,10 @@ class RespReads implements Reads {
   #in: Buffer = Buffer.alloc(0);
   #at = 0;
 
-  constructor(url: URL, fallback: Commands) {
+  constructor(url: URL, fallback: Commands, listener: LeanReadsListener) {
     this.#url = url;
     this.#fallback = fallback;
+    this.#listener = listener;
     this.#connect();
   }
 
@@ -135,11 +147,13 @@ class RespReads implements Reads {
     const tls = protocol === 'rediss:' ? { ...address, servername: isIP(address.host) === 0 ? address.host : undefined } : undefined;
     const socket = tls ? connectTls(tls) : connectTcp(address);
     this.#socket = socket;
+    this.#closing = undefined;
     socket.setNoDelay(true);
     socket.setKeepAlive(true);
     socket.on('data', (chunk: Buffer) => this.#receive(chunk));
-    // The reason is the close's: reads go through ioredis meanwhile, which reports Redis's state.
-    socket.on('error', () => {});
+    socket.on('error', (error) => {
+      this.#closing ??= error.message;
+    });
     socket.on('close', () => this.#lost(socket));
     socket.once(protocol === 'rediss:' ? 'secureConnect' : 'connect', () => void this.#handshake(socket));
   }
@@ -160,9 +174,21 @@ class RespReads implements Reads {
       this.#attempt = 0;
       this.#ready = true;
       this.#whenReady.resolve();
-    } catch {
-      socket.destroy(); // its close retries
+      this.#tell(true, 'lean');
+    } catch (error) {
+      this.#closeBecause(`Redis refused the handshake: ${(error as Error).message}`); // its close retries
     }
+  }
+
+  #tell(lean: boolean, why: string): void {
+    if (this.#told === why) return;
+    this.#told = why;
+    this.#listener(lean, why);
+  }
+
+  #closeBecause(why: string): void {
+    this.#closing = why;
+    this.#socket?.destroy();
   }
 
   #lost(socket: Socket): void {
@@ -176,7 +202,9 @@ class RespReads implements Reads {
     const lost = this.#pending;
     this.#pending = [];
     for (const pending of lost) pending.reject(new Error('the connection to Redis closed'));
-    if (!this.#closed) this.#retry = setTimeout(() => this.#connect(), retryDelayMs(++this.#attempt));
+    if (this.#closed) return;
+    this.#tell(false, this.#closing ?? 'Redis closed the connection');
+    this.#retry = setTimeout(() => this.#connect(), retryDelayMs(++this.#attempt));
   }
 
   #receive(chunk: Buffer): void {
@@ -188,15 +216,15 @@ class RespReads implements Reads {
       let reply: Reply | typeof INCOMPLETE;
       try {
         reply = this.#parse();
-      } catch {
-        return void this.#socket?.destroy(); // not RESP we know: out of step, start again
+      } catch (error) {
+        return this.#closeBecause(`Redis answered out of step: ${(error as Error).message}`); // start again
       }
       if (reply === INCOMPLETE) {
         this.#at = start;
         return;
       }
       const pending = this.#pending.shift();
-      if (pending === undefined) return void this.#socket?.destroy(); // a reply nobody asked for: out of step
+      if (pending === undefined) return this.#closeBecause(`Redis answered out of step: a reply nobody asked for (${String(reply).slice(0, 200)})`);
       if (reply instanceof Error) pending.reject(reply);
       else pending.resolve(reply);
     }
