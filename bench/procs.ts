@@ -133,13 +133,18 @@ function familyUsage(pid: number): Ticks & { rssKb: number } {
 export interface CpuShare { cpuPct: number; sysPct: number }
 /** A process over the last second: its RSS and its CPU. */
 export interface ProcSample extends CpuShare { rssKb: number }
-export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: CpuShare }
+/**
+ * The machine's share: busy, in the kernel, and stolen, the time the hypervisor ran something else while this VM
+ * had work (steal in /proc/stat): a phase with much of it measures the host, not the code.
+ */
+export interface MachineShare extends CpuShare { stealPct: number }
+export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: MachineShare }
 
 /** The whole machine's CPU ticks from /proc/stat, busy (not idle or waiting for I/O) and in the kernel (system, irq, softirq). */
-function machineTicks(): { total: number; busy: number; sys: number } {
+function machineTicks(): { total: number; busy: number; sys: number; steal: number } {
   const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const busy = user! + nice! + system! + irq! + softirq! + steal!;
-  return { total: busy + idle! + iowait!, busy, sys: system! + irq! + softirq! };
+  return { total: busy + idle! + iowait!, busy, sys: system! + irq! + softirq!, steal: steal! };
 }
 
 /**
@@ -181,7 +186,11 @@ export class Sampler {
     const machine = machineTicks();
     // Ticks of all cores together: the share of one core is the share of the whole times the cores.
     const ofCores = (ticks: number): number => Math.round((ticks / (machine.total - this.machine.total)) * cpus().length * 1000) / 10;
-    sample.machine = { cpuPct: ofCores(machine.busy - this.machine.busy), sysPct: ofCores(machine.sys - this.machine.sys) };
+    sample.machine = {
+      cpuPct: ofCores(machine.busy - this.machine.busy),
+      sysPct: ofCores(machine.sys - this.machine.sys),
+      stealPct: ofCores(machine.steal - this.machine.steal),
+    };
     this.machine = machine;
     try { sample.redisUsedMemory = await this.redisUsedMemory(); } catch { /* redis between runs */ }
     this.samples.push(sample);

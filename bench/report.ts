@@ -227,12 +227,20 @@ function cpuTable(r: Results): string {
   };
   const loads = (s: Sample): CpuShare => Object.entries(s.procs).filter(([name]) => name.startsWith('load'))
     .reduce((all, [, p]) => ({ cpuPct: all.cpuPct + p.cpuPct, sysPct: all.sysPct + p.sysPct }), IDLE);
+  // Runs recorded before the sampler read steal have none.
+  const stolen = (samples: Sample[]): string => (samples.every((s) => s.machine!.stealPct === undefined)
+    ? '–'
+    : String(Math.round(samples.reduce((total, s) => total + (s.machine!.stealPct ?? 0), 0) / samples.length)));
   const rows = [...phases].map(([phase, samples]) => {
     const target = phase.split(' ')[0]!;
     const cells = [(s: Sample) => s.procs[target]!, (s: Sample) => s.procs[`redis(${target})`] ?? IDLE, loads, (s: Sample) => s.machine!];
-    return `| ${phase} | ${samples.length} | ${cells.map((pick) => mean(samples, pick)).join(' | ')} |`;
+    return `| ${phase} | ${samples.length} | ${cells.map((pick) => mean(samples, pick)).join(' | ')} | ${stolen(samples)} |`;
   });
-  return [`| phase | samples | server | its Redis | load generators | machine (of ${cpus().length * 100}) |`, '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');
+  return [
+    `| phase | samples | server | its Redis | load generators | machine (of ${cpus().length * 100}) | of it stolen by the host |`,
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
 }
 
 /** Each missed figure with why, from bench/missed.ts (the issue asks for the profile that shows it). */
@@ -326,7 +334,9 @@ ${back.length > 0 ? failoverSection(r) : ''}
 
 Each load phase's mean of the samples taken once a second: % of one core, in brackets the part spent in the
 kernel (system calls; on loopback a write also runs the receiving end's TCP). A phase of ${cpus().length * 100}% on the machine has
-no core left for anyone.
+no core left for anyone. "Stolen" is the hypervisor's share (steal in /proc/stat: this VM had work, the host ran
+something else); it counts in the machine's figure, and the machine's figure less the processes named is what
+ran elsewhere (the host, kernel threads, anything not watched): a phase where that is large measured the host.
 
 ${cpuTable(r)}
 
