@@ -91,6 +91,12 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
+    'The rerun of 2026-12-02 01:10 UTC (`node bench/run.ts --only churn,notify-person,notify-paced,broadcast-18k`): ' +
+    '1.62× (pairs 1.62, 1.49, 1.68: the gateway 27,068-30,346/s, Socket.IO 16,672-19,607/s, where its own runs read ' +
+    '11,693 and 12,638/s); the full run of 00:30 UTC 1.70×. In the pairs ("Where the CPU went") the gateway\'s node ' +
+    'took 89% of a core, ~31 µs per emit, and Socket.IO\'s server 87% and its Redis 24%, ~48 µs per emit and ~13 in ' +
+    'Redis: near the rate ratio, so the ratio is the two servers\' CPU per emit, and Socket.IO\'s moves more (61-62 µs ' +
+    'by hand on 2026-12-01). 1.8× needs ~27 µs per emit against its 48. ' +
     'Since 2026-12-01 23:18 UTC the median of three pairs of runs made side by side (pairedNotify in bench/run.ts): ' +
     '2.00× then (pairs 1.35, 2.00, 2.03). Before, the ratio of each target\'s medians, their runs 10-20 minutes ' +
     'apart: 2.28× in the full run of 21:58 UTC (29,266 against 12,811/s), 1.71× in a rerun of 22:55 UTC, 1.47× in ' +
@@ -140,7 +146,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +
     '200 ms here with no work at all beside the writes. The gateway between two of those runs (`wsload notify ' +
     'http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis): medians ' +
-    '226-300 ms; in the full run of 21:58 UTC 322 ms (median 249), in that of 20:35 UTC 316 ms (median 223). Per ' +
+    '226-300 ms; in the rerun of 2026-12-02 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
+    '306, in the slow phase of its gateway runs), that of 2026-12-01 21:58 UTC 322 ms (median 249). Per ' +
     'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ' +
     'ms): each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient ' +
     '(`perf record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a ' +
