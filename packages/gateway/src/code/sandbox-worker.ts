@@ -1,9 +1,9 @@
 /**
  * A sandbox worker: runs can-connect code that is not lean, as plain Node would, one call at a time (a batch's
- * calls in order, each answered as it settles), in a
- * process the node started with Node's permission model locked down (sandbox-process.ts) or in a
- * container (sandbox-docker.ts). The node enforces the time limit by killing it; the heap limit is
- * --max-old-space-size. Code modules are imported once per version and keep their state between calls.
+ * calls in order, each answered as it settles), in a process the node started with Node's permission model
+ * locked down (sandbox-process.ts) or in a container (sandbox-docker.ts). The node enforces the time limit by
+ * killing it; the heap limit is --max-old-space-size. Code modules are imported once per version and keep their
+ * state between calls.
  *
  * Options: --code-dir=<dir> (where the node writes code files), --packages=<url> (bare imports in code
  * files resolve as if from there: the gateway's node_modules), --lines (JSON lines on stdin/stdout

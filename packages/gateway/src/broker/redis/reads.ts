@@ -176,7 +176,7 @@ class RespReads implements Reads {
       this.#whenReady.resolve();
       this.#tell(true, 'lean');
     } catch (error) {
-      this.#closeBecause(`Redis refused the handshake: ${(error as Error).message}`); // its close retries
+      this.#closeBecause(socket, `Redis refused the handshake: ${(error as Error).message}`); // its close retries
     }
   }
 
@@ -186,9 +186,11 @@ class RespReads implements Reads {
     this.#listener(lean, why);
   }
 
-  #closeBecause(why: string): void {
+  /** Closes `socket`, and says why when it is still the current one (a handshake may outlive its socket). */
+  #closeBecause(socket: Socket | undefined, why: string): void {
+    if (socket === undefined || socket !== this.#socket) return void socket?.destroy();
     this.#closing = why;
-    this.#socket?.destroy();
+    socket.destroy();
   }
 
   #lost(socket: Socket): void {
@@ -217,14 +219,14 @@ class RespReads implements Reads {
       try {
         reply = this.#parse();
       } catch (error) {
-        return this.#closeBecause(`Redis answered out of step: ${(error as Error).message}`); // start again
+        return this.#closeBecause(this.#socket, `Redis answered out of step: ${(error as Error).message}`); // start again
       }
       if (reply === INCOMPLETE) {
         this.#at = start;
         return;
       }
       const pending = this.#pending.shift();
-      if (pending === undefined) return this.#closeBecause(`Redis answered out of step: a reply nobody asked for (${String(reply).slice(0, 200)})`);
+      if (pending === undefined) return this.#closeBecause(this.#socket, `Redis answered out of step: a reply nobody asked for (${String(reply).slice(0, 200)})`);
       if (reply instanceof Error) pending.reject(reply);
       else pending.resolve(reply);
     }
