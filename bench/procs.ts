@@ -135,9 +135,10 @@ export interface CpuShare { cpuPct: number; sysPct: number }
 export interface ProcSample extends CpuShare { rssKb: number }
 /**
  * The machine's share: busy, in the kernel, and stolen, the time the hypervisor ran something else while this VM
- * had work (steal in /proc/stat): a phase with much of it measures the host, not the code.
+ * had work (steal in /proc/stat): a phase with much of it measures the host, not the code. Runs recorded before
+ * the sampler read steal have none.
  */
-export interface MachineShare extends CpuShare { stealPct: number }
+export interface MachineShare extends CpuShare { stealPct?: number }
 export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: MachineShare }
 
 /** The whole machine's CPU ticks from /proc/stat, busy (not idle or waiting for I/O) and in the kernel (system, irq, softirq). */

@@ -56,8 +56,9 @@ function table(r: Results): string {
   return [head, `|---|${TARGETS.map(() => '---:|').join('')}---|---|`, ...rows].join('\n');
 }
 
-/** How many rounds the can-connect scenario ran: its isolate runs, one a round. */
-const codeRounds = (r: Results): number => Object.keys(r.runs).filter((name) => /^gateway can-connect checked-token \d+$/.test(name)).length;
+/** How many runs named `run` and a number results.json holds: the rounds of that step. */
+const roundsOf = (r: Results, run: string): number =>
+  Object.keys(r.runs).filter((name) => name.startsWith(`${run} `) && /^\d+$/.test(name.slice(run.length + 1))).length;
 
 /** Issue 5: the subscribe rate with can-connect code, side by side with no code. Targets only on the ratios. */
 const CODE_FIGURES: Array<[string, string, number | undefined]> = [
@@ -227,7 +228,6 @@ function cpuTable(r: Results): string {
   };
   const loads = (s: Sample): CpuShare => Object.entries(s.procs).filter(([name]) => name.startsWith('load'))
     .reduce((all, [, p]) => ({ cpuPct: all.cpuPct + p.cpuPct, sysPct: all.sysPct + p.sysPct }), IDLE);
-  // Runs recorded before the sampler read steal have none.
   const stolen = (samples: Sample[]): string => (samples.every((s) => s.machine!.stealPct === undefined)
     ? '–'
     : String(Math.round(samples.reduce((total, s) => total + (s.machine!.stealPct ?? 0), 0) / samples.length)));
@@ -295,7 +295,7 @@ Socket.IO's figures are what its usual client reaches. This machine's rates swin
 next of the same server (Socket.IO's unpaced notify read 16,082 then 8,883/s in two consecutive runs of 2026-12-01),
 and each target runs its scenarios in turn, 10-20 minutes from the other's. The churn and broadcast ratios are far
 from their targets and compare those runs; \`notify_person_vs_socketio\`, near its target, is instead the median of
-${r.quick ? 1 : 3} pair(s) of runs made side by side (both servers filled, their runs alternated; \`<target> notify-pair N\` in
+${roundsOf(r, 'gateway notify-pair')} pair(s) of runs made side by side (both servers filled, their runs alternated; \`<target> notify-pair N\` in
 results.json), so it is not the ratio of the two rates in the table. By hand on 2026-12-01, a few minutes apart under
 the same unpaced one-person load, the gateway's node spent 32-40 µs of CPU per emit and Socket.IO's server 61-62 µs.
 
@@ -314,7 +314,7 @@ the tables and charts show the second pass.
 
 Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right beside
 a run of the event without code, before it in one round and after it in the next, and its ratio is to that run (the
-rate drifts 10-20% over minutes here; a pair a few seconds apart shares the drift); medians over ${codeRounds(r)} round(s) of
+rate drifts 10-20% over minutes here; a pair a few seconds apart shares the drift); medians over ${roundsOf(r, 'gateway can-connect checked-token')} round(s) of
 the rates and of the ratios (\`subscribe_*_vs_no_code\` in results.json, each run's output under \`runs\`).
 
 ${codeTable(r)}

@@ -371,10 +371,16 @@ async function codeScenario(t: Target): Promise<void> {
   for (let round = 1; round <= (QUICK ? 1 : 5); round++) {
     for (const [event, figure] of CODE_EVENTS) {
       const noCodeRun = (): Promise<number> => churn(NO_CODE_EVENT, `${NO_CODE_EVENT} beside ${event} ${round}`);
-      const codeFirst = round % 2 === 0;
-      const early = codeFirst ? undefined : await noCodeRun();
-      const rate = await churn(event, `${event} ${round}`);
-      const base = early ?? (await noCodeRun());
+      const codeRun = (): Promise<number> => churn(event, `${event} ${round}`);
+      let base: number;
+      let rate: number;
+      if (round % 2 === 0) {
+        rate = await codeRun();
+        base = await noCodeRun();
+      } else {
+        base = await noCodeRun();
+        rate = await codeRun();
+      }
       noCode.push(base);
       rates.get(figure)!.push(rate);
       ratios.get(figure)!.push(rate / base);
@@ -394,11 +400,20 @@ async function codeScenario(t: Target): Promise<void> {
  * 3,954-4,079/s fresh, 4,109-4,250/s after).
  */
 async function freshTarget(t: Target): Promise<void> {
-  sampler.unwatch(t.name);
+  await stopTarget(t);
+  await startTarget(t);
+}
+
+/** The Redis client startTarget opened (the memory levels' and the sampler's), closed. */
+function closeRedisClient(): void {
   redis?.disconnect();
   redis = undefined;
+}
+
+async function stopTarget(t: Target): Promise<void> {
+  sampler.unwatch(t.name);
+  closeRedisClient();
   await stopAll();
-  await startTarget(t);
 }
 
 async function benchTarget(t: Target): Promise<void> {
@@ -418,10 +433,7 @@ async function benchTarget(t: Target): Promise<void> {
   } catch (error) {
     results.errors.push(`${t.name}: ${(error as Error).message}`);
   } finally {
-    sampler.unwatch(t.name);
-    redis?.disconnect();
-    redis = undefined;
-    await stopAll();
+    await stopTarget(t);
   }
 }
 
@@ -441,19 +453,18 @@ async function pairedNotify(pair: [Target, Target]): Promise<void> {
   try {
     for (const t of pair) {
       await startTarget(t);
-      // startTarget's Redis client is for the memory levels, not read here: one per target would leak the first.
-      redis?.disconnect();
-      redis = undefined;
+      // Its Redis client serves the memory levels and one target's sampling: one per target would leak the first.
+      closeRedisClient();
       sampler.phase = `${t.name} fill`;
       await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills.get(t)!, 0, NOTIFY_CLIENTS);
     }
+    const args = new Map(pair.map((t) => [t, notifySteps(t, (name) => name).find(([name]) => name === 'notify-person')![1]]));
     const ratios: number[] = [];
     for (let round = 1; round <= NOTIFY_PAIRS; round++) {
       const rates: Array<number | undefined> = [];
       for (const t of pair) {
         sampler.phase = `${t.name} notify-pair`;
-        const [, args] = notifySteps(t, (name) => name).find(([name]) => name === 'notify-person')!;
-        const out = await runLoad(t, args, NOTIFY_WARMUP_S + NOTIFY_S + 120);
+        const out = await runLoad(t, args.get(t)!, NOTIFY_WARMUP_S + NOTIFY_S + 120);
         results.runs[`${t.name} notify-pair ${round}`] = out;
         rates.push(out.rates?.notificationsPerSecond);
       }

@@ -5,7 +5,7 @@
  */
 import type { CanConnectRequest, CanConnectVerdict, PreparedCode, SystemCalls } from './code-runner.ts';
 import type { SlotPool } from './pool.ts';
-import { unavailable } from './verdict.ts';
+import { messageOf, unavailable } from './verdict.ts';
 
 /** A batch holds calls of one code with one set of system calls, at most this many. */
 const MAX_BATCH = 32;
@@ -30,8 +30,6 @@ interface Queued {
   sys: SystemCalls;
   resolve(verdict: CanConnectVerdict): void;
 }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class Batches<S extends BatchSlot> {
   readonly #pool: SlotPool<S>;

@@ -18,7 +18,7 @@ import type {
 } from './code-runner.ts';
 import { Batches, type BatchSlot } from './batches.ts';
 import { SlotPool } from './pool.ts';
-import { isOutcome, outcomeOf, outOfMemory, timedOut, unavailable, verdictOf, type Outcome } from './verdict.ts';
+import { isOutcome, messageOf, outcomeOf, outOfMemory, timedOut, unavailable, verdictOf, type Outcome } from './verdict.ts';
 
 /** The node's own backstop after the isolate's time limit: catches a call that awaits forever. */
 const BACKSTOP_GRACE_MS = 50;
@@ -81,7 +81,6 @@ const ENTRY_NAMES = ['bind', 'startAll', 'readAll', 'wait', 'run'] as const;
  */
 const SYNC_SLICE_MS = 10;
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const isTimeout = (error: unknown): boolean => messageOf(error).includes('timed out');
 
 class IsolateSlot implements BatchSlot {

@@ -9,14 +9,13 @@ import type { CanConnectRequest, GetAllQuery } from './code-runner.ts';
 import type { Outcome } from './verdict.ts';
 
 export type ToWorker =
-  /** For each call in order: import `file` (cached per file: one file per code version) and run its main. */
-  | { type: 'calls'; calls: WorkerCall[] }
+  /** A batch of one code: import `file` (cached per file: one file per code version), run main per call, in order. */
+  | { type: 'calls'; file: string; calls: WorkerCall[] }
   | { type: 'rows'; call: number; query: number; rows: unknown[] }
   | { type: 'rows'; call: number; query: number; error: string };
 
 export interface WorkerCall {
   call: number;
-  file: string;
   request: CanConnectRequest;
 }
 

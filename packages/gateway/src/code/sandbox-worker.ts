@@ -103,7 +103,7 @@ function mainOf(file: string): Promise<unknown> {
   return main;
 }
 
-async function run({ call, file, request }: WorkerCall): Promise<void> {
+async function run(file: string, { call, request }: WorkerCall): Promise<void> {
   const main = await mainOf(file);
   const g = { req: request, sys: { db: { getAll: (params: unknown) => getAll(call, params) } } };
   channel.send({ type: 'outcome', call, outcome: await outcomeOf(main, g) });
@@ -112,13 +112,13 @@ async function run({ call, file, request }: WorkerCall): Promise<void> {
 /** One call at a time, as the node counts on: a batch that arrives while another runs waits for it. */
 let running = Promise.resolve();
 
-async function runAll(calls: WorkerCall[]): Promise<void> {
-  for (const call of calls) await run(call);
+async function runAll(file: string, calls: WorkerCall[]): Promise<void> {
+  for (const call of calls) await run(file, call);
 }
 
 channel.listen((message) => {
   const received = message as ToWorker;
-  if (received.type === 'calls') running = running.then(() => runAll(received.calls));
+  if (received.type === 'calls') running = running.then(() => runAll(received.file, received.calls));
   if (received.type !== 'rows') return;
   const waiting = queries.get(received.query);
   queries.delete(received.query);

@@ -20,7 +20,7 @@ import type {
 import { Batches, type BatchSlot } from './batches.ts';
 import { SlotPool } from './pool.ts';
 import type { ToWorker } from './sandbox-protocol.ts';
-import { isOutcome, outOfMemory, timedOut, unavailable, verdictOf } from './verdict.ts';
+import { isOutcome, messageOf, outOfMemory, timedOut, unavailable, verdictOf } from './verdict.ts';
 
 export interface WorkerEvents {
   message(message: unknown): void;
@@ -44,8 +44,6 @@ export interface WorkerLauncher {
 
 /** A worker slow to start (a cold container) is given this long, apart from the calls' time limit. */
 const STARTUP_MS = 20_000;
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** Sends, and says why not when the message cannot be serialized. */
 function send(handle: WorkerHandle, message: ToWorker): string | undefined {
@@ -167,8 +165,8 @@ class WorkerSlot implements BatchSlot {
       };
       this.#running = running;
       limit();
-      const calls = requests.map((request, index) => ({ call: first + index, file: file.path, request }));
-      const unsent = send(handle, { type: 'calls', calls });
+      const calls = requests.map((request, index) => ({ call: first + index, request }));
+      const unsent = send(handle, { type: 'calls', file: file.path, calls });
       if (unsent !== undefined) {
         verdicts.push(...requests.map(() => unavailable(`the request cannot be sent: ${unsent}`)));
         finish();

@@ -73,6 +73,9 @@ export const timedOut = (limits: RunnerLimits): CanConnectVerdict =>
 export const outOfMemory = (limits: RunnerLimits): CanConnectVerdict =>
   failed('memory', `can-connect code went over its memory limit (${limits.memoryMb} MB)`);
 
+/** What a thrown value says, for a verdict's text: its message, or the value itself. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
 export const unavailable = (why: string): CanConnectVerdict => failed('unavailable', `can-connect code could not run: ${why}`);
 
 /** Outcomes arrive from code the node does not trust (a sandbox worker may say anything): check their shape. */
