@@ -91,28 +91,26 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'The rerun of 2026-12-02 01:10 UTC (`node bench/run.ts --only churn,notify-person,notify-paced,broadcast-18k`): ' +
-    '1.62× (pairs 1.62, 1.49, 1.68: the gateway 27,068-30,346/s, Socket.IO 16,672-19,607/s, where its own runs read ' +
-    '11,693 and 12,638/s); the full run of 00:30 UTC 1.70×. In the pairs ("Where the CPU went") the gateway\'s node ' +
-    'took 89% of a core, ~31 µs per emit, and Socket.IO\'s server 87% and its Redis 24%, ~48 µs per emit and ~13 in ' +
-    'Redis: near the rate ratio, so the ratio is the two servers\' CPU per emit, and Socket.IO\'s moves more (61-62 µs ' +
-    'by hand on 2026-12-01). 1.8× needs ~27 µs per emit against its 48. ' +
-    'Since 2026-12-01 23:18 UTC the median of three pairs of runs made side by side (pairedNotify in bench/run.ts): ' +
-    '2.00× then (pairs 1.35, 2.00, 2.03). Before, the ratio of each target\'s medians, their runs 10-20 minutes ' +
-    'apart: 2.28× in the full run of 21:58 UTC (29,266 against 12,811/s), 1.71× in a rerun of 22:55 UTC, 1.47× in ' +
-    'the full run of 20:35 UTC (24,562 against 16,694/s); Socket.IO read 16,082 then 8,883/s in two consecutive ' +
-    'runs. Both servers are the limit (each near a whole core), their load generators are not. Since the 20:35 run the emit\'s two reads go on a lean RESP connection of their own ' +
-    '(broker/redis/reads.ts; through ioredis an HGET cost the node 3.5-5.3 µs of CPU, on it 1.6-2.1 µs): with the ' +
-    'two nodes side by side under the same unpaced load (each `wsload notify http://… --clients 1000 -c 100 -w 2 ' +
-    '-d 15` at once, 12 pairs, 2026-12-01) the node spent 1.2-3.5 µs less per emit out of ~42, ~5%. Where the ' +
-    'node\'s busy time goes now (`--cpu-prof`, fresh node on Redis, the same run alone): the write system calls ' +
-    '29% (the HTTP answer and the frame, one each per emit), fastify with its JSON body parser 11%, our broker ' +
-    '10% and hub 6%, GC 4%. The two do different work per emit: Socket.IO\'s redis adapter writes to its local ' +
-    'sockets at once and publishes every emit to every node, where the gateway first asks Redis which nodes hold ' +
-    'the route, so that an emit reaches only the nodes that need it. Would make it safe: emits taken by more than ' +
-    'one core (a second node process on the port), or an emit API that takes several notifications per call',
+    'At Node\'s floor for an HTTP call and a write. `node bench/notify-floor.ts` answers the same unpaced emits ' +
+    '(the gateway\'s body, 100 keep-alive connections) with a server that does nothing but parse the body and write ' +
+    'a 150-byte frame to the one of 1,000 TCP sockets it names: no WebSocket, no protocol, no Redis. Alternated with ' +
+    'the gateway by hand on 2026-12-02 ~02:50 UTC (a fresh node on Redis and `wsload notify http://… --clients ' +
+    '1000 -c 100 -w 2 -d 15`, /proc/<pid>/stat around 10 s of it): node:http 30.5 and 33.8 µs of CPU per emit (kernel 18-20), fastify 30.4 and ' +
+    '32.5 µs, the gateway 34.4 and 33.6 µs at 28,623-29,386/s. Our whole protocol (the API token\'s check, the ' +
+    'catalogue, the registry read on Redis, the match, the frame, the metrics) costs 1-4 µs on top of the floor; the ' +
+    'rest is Node\'s HTTP server and the two system calls (the answer, the frame), each of which on loopback also ' +
+    'runs the receiving end\'s TCP. Socket.IO\'s server costs 48-97 µs per emit here depending on the minute ' +
+    '(48 in the pairs of 2026-12-02 01:10 UTC, 57 in those of 02:28, 65-97 by hand): 1.8× needs it at ≥ 1.8 × the ' +
+    'floor, so the ratio is met or missed by Socket.IO\'s phase. The full run of 2026-12-02 01:50 UTC: 1.57× (five ' +
+    'rounds on servers churned first, pairedRatios: 1.21, 1.85, 1.57, 1.41, 1.93; the gateway 16,133-22,275/s at 89% ' +
+    'of a core, Socket.IO 11,342-14,983/s at 76% and its Redis 21%); the runs before, three rounds on fresh servers: ' +
+    '1.62× (01:10 UTC), 1.70× (00:30), 2.00× (2026-12-01 23:18); before the pairs, the ratio of medians 10-20 minutes ' +
+    'apart read 1.47-2.28×. Would close it: less than Node\'s HTTP server per call (an HTTP layer of our own on the ' +
+    'raw socket, leaving fastify), more than one core taking emits (a second node process on the port), or an emit ' +
+    'API that takes several notifications per call (which changes what is measured)',
   paced_p99_ms:
-    'Met in the full runs of 2026-12-01 21:58 UTC (0.92 and 1.50 ms; Socket.IO 5.28 median, the bare peer 1.57) ' +
+    'The full run of 2026-12-02 01:50 UTC: 3.67 and 1.59 ms (the bare peer 1.37, Socket.IO 4.92), with the machine ' +
+    '34% busy of 200 and nothing stolen. Met in the full runs of 2026-12-01 21:58 UTC (0.92 and 1.50 ms; Socket.IO 5.28 median, the bare peer 1.57) ' +
     'and 20:35 UTC (2.00 and 1.50 ms; Socket.IO 4.50 and 4.04, the bare peer 4.16 ' +
     'and 2.75), missed in that of 19:43 UTC (4.59 and 4.09 ms, the bare peer 1.64): the tail moves with the ' +
     'machine more than with the code. Its floor here: a message relayed through three processes at 1,000/s ' +
@@ -146,7 +144,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +
     '200 ms here with no work at all beside the writes. The gateway between two of those runs (`wsload notify ' +
     'http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis): medians ' +
-    '226-300 ms; in the rerun of 2026-12-02 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
+    '226-300 ms; in the full run of 2026-12-02 01:50 UTC 299 ms (median 271), the rerun of 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
     '306, in the slow phase of its gateway runs), that of 2026-12-01 21:58 UTC 322 ms (median 249). Per ' +
     'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ' +
     'ms): each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient ' +

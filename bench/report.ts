@@ -293,11 +293,12 @@ own client), and emits through wsload's HTTP client for every peer (with Node's 
 more CPU on a Socket.IO notify run). Where socket.io-client is the limit, this favours the gateway over Socket.IO;
 Socket.IO's figures are what its usual client reaches. This machine's rates swing by up to 2× from one run to the
 next of the same server (Socket.IO's unpaced notify read 16,082 then 8,883/s in two consecutive runs of 2026-12-01),
-and each target runs its scenarios in turn, 10-20 minutes from the other's. The churn and broadcast ratios are far
-from their targets and compare those runs; \`notify_person_vs_socketio\`, near its target, is instead the median of
-${roundsOf(r, 'gateway notify-pair')} pair(s) of runs made side by side (both servers filled, their runs alternated; \`<target> notify-pair N\` in
-results.json), so it is not the ratio of the two rates in the table. By hand on 2026-12-01, a few minutes apart under
-the same unpaced one-person load, the gateway's node spent 32-40 µs of CPU per emit and Socket.IO's server 61-62 µs.
+and each target runs its scenarios in turn, 10-20 minutes from the other's. So the \`_vs_socketio\` ratios are not
+the ratios of the rates in the table: the gateway and Socket.IO run the same steps again side by side (both
+started, churned, then filled; each step's runs alternated, the gateway first in odd rounds), and each ratio is the
+median of ${roundsOf(r, 'gateway pairs notify-person')} round(s) of those pairs (\`<target> pairs <step> N\` in results.json). By hand on 2026-12-02, alternated under the same unpaced
+one-person load, the gateway's node spent 34 µs of CPU per emit and a server doing nothing but the HTTP call and the
+write (\`node bench/notify-floor.ts\`) 30-34 µs; Socket.IO's server spends 48-97 µs, depending on the minute.
 
 ## Figures
 

@@ -6,10 +6,11 @@
  *
  *   node bench/run.ts --quick     levels 0, 2k, 6k; churn 10 s; notify 5 s     (make bench-quick)
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s; each twice, medians (make bench)
- *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person (with
- *                                 the gateway/Socket.IO pairs of its ratio, pairedNotify), broadcast-1k, notify-paced,
- *                                 broadcast-paced, every-client (the four again with 18,000 clients connected),
- *                                 broadcast-18k, can-connect, restart, kill (bench/failover.ts)
+ *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
+ *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
+ *                                 18,000 clients connected), broadcast-18k, can-connect, pairs (the gateway and
+ *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), restart, kill
+ *                                 (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
@@ -292,12 +293,17 @@ function notifySteps(t: Target, figure: (name: string) => string): Step[] {
   ];
 }
 
-async function loadScenarios(t: Target): Promise<void> {
+/** Scenario 2's run: both tokens, REGISTER, leave, 100 at a time. */
+function churnStep(t: Target): Step {
   const ws = `ws://127.0.0.1:${t.port}`;
-  const churn = t.name === 'gateway'
+  const args = t.name === 'gateway'
     ? ['churn', ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both']
     : ['churn', t.name, ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S)];
-  if (wanted('churn')) await runSteps(t, [['churn', churn, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond })]], RATE_RUNS);
+  return ['churn', args, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond })];
+}
+
+async function loadScenarios(t: Target): Promise<void> {
+  if (wanted('churn')) await runSteps(t, [churnStep(t)], RATE_RUNS);
   const steps = notifySteps(t, (name) => `${prefix(t)}${name}`).filter(([name]) => wanted(name));
   const everyClient = EVERY_CLIENT !== undefined && wanted('every-client');
   if (steps.length === 0 && !everyClient) return;
@@ -438,42 +444,40 @@ async function benchTarget(t: Target): Promise<void> {
 }
 
 /**
- * The one-person notify ratio from runs made side by side. Each target's runs above are 10-20 minutes from the
- * other's, and rates here swing up to 2× from one run to the next (Socket.IO's read 16,082 then 8,883/s in two
- * consecutive runs of 2026-12-01): the ratio of such medians fell either side of its target (2.28× and 1.71× half
- * an hour apart). So the gateway and Socket.IO are both started and filled (9,000 idle clients each, held), their
- * unpaced one-person runs alternate, gateway first, and the figure is the median of the pairs' ratios, as the
- * can-connect scenario takes its ratios against a run seconds before. The server not measured idles meanwhile
- * (its clients' pings only).
+ * The `_vs_socketio` ratios, from runs made side by side. Each target's own runs above are 10-20 minutes from the
+ * other's, and rates here swing up to 2× from one run to the next (Socket.IO's unpaced one-person notify read
+ * 16,082 then 8,883/s in two consecutive runs of 2026-12-01): the ratio of such medians fell either side of its
+ * target (2.28× and 1.71× half an hour apart). So the gateway and Socket.IO are both started and run the steps of
+ * their own runs in the same order, as the reference's server does: churn, then a fill of 9,000 idle clients each
+ * (held), the unpaced one-person notify, the unpaced broadcast to 1,000. In each round of a step the two run one
+ * after the other, the gateway first in odd rounds and Socket.IO first in even ones, so that a drift within a round
+ * does not lean every ratio the same way; each ratio is the median of its rounds' ratios. The server not measured
+ * idles meanwhile (its clients' pings only). The churn comes first, as in the targets' own runs, so that the pairs
+ * measure servers in the state those runs do: one that has seen clients come and go is not a fresh one (by hand on
+ * 2026-12-02, two Socket.IO servers side by side, one after two churns: 9,550, 12,022 and 13,033/s against the
+ * fresh one's 12,110, 13,451 and 14,330/s; the notify ratio of the first full run so made, 1.57×, is within what
+ * three rounds on fresh servers had read, 1.62-2.00×). `--only pairs` runs them all.
  */
-const NOTIFY_PAIRS = QUICK ? 1 : 3;
+const PAIR_ROUNDS = QUICK ? 1 : 5;
 
-async function pairedNotify(pair: [Target, Target]): Promise<void> {
+async function pairedRatios(pair: [Target, Target]): Promise<void> {
   const fills = new Map<Target, Proc[]>(pair.map((t) => [t, []]));
+  const stepOf = (t: Target, name: string): Step => notifySteps(t, (figure) => figure).find(([step]) => step === name)!;
   try {
     for (const t of pair) {
       await startTarget(t);
       // Its Redis client serves the memory levels and one target's sampling: one per target would leak the first.
       closeRedisClient();
-      sampler.phase = `${t.name} fill`;
+    }
+    await pairedRounds(pair, churnStep, 'churn_subscribe_vs_socketio');
+    for (const t of pair) {
+      sampler.phase = `${t.name} pairs fill`;
       await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills.get(t)!, 0, NOTIFY_CLIENTS);
     }
-    const args = new Map(pair.map((t) => [t, notifySteps(t, (name) => name).find(([name]) => name === 'notify-person')![1]]));
-    const ratios: number[] = [];
-    for (let round = 1; round <= NOTIFY_PAIRS; round++) {
-      const rates: Array<number | undefined> = [];
-      for (const t of pair) {
-        sampler.phase = `${t.name} notify-pair`;
-        const out = await runLoad(t, args.get(t)!, NOTIFY_WARMUP_S + NOTIFY_S + 120);
-        results.runs[`${t.name} notify-pair ${round}`] = out;
-        rates.push(out.rates?.notificationsPerSecond);
-      }
-      const [ours, theirs] = rates;
-      if (ours !== undefined && theirs) ratios.push(ours / theirs);
-    }
-    record('notify_person_vs_socketio', median(ratios));
+    await pairedRounds(pair, (t) => stepOf(t, 'notify-person'), 'notify_person_vs_socketio');
+    await pairedRounds(pair, (t) => stepOf(t, 'broadcast-1k'), 'broadcast_1k_vs_socketio');
   } catch (error) {
-    results.errors.push(`notify pairs: ${(error as Error).message}`);
+    results.errors.push(`pairs: ${(error as Error).message}`);
   } finally {
     for (const [t, held] of fills) await stopFills(t, held);
     for (const t of pair) sampler.unwatch(t.name);
@@ -481,13 +485,24 @@ async function pairedNotify(pair: [Target, Target]): Promise<void> {
   }
 }
 
-/** The `_vs_socketio` figures of the targets' own runs; notify_person's comes from pairedNotify. */
-function ratios(): void {
-  const f = results.figures;
-  for (const name of ['churn_subscribe', 'broadcast_1k']) {
-    const [ours, theirs] = [f[`${name}_per_s`], f[`socketio_${name}_per_s`]];
-    if (ours !== undefined && theirs) record(`${name}_vs_socketio`, ours / theirs);
+/** PAIR_ROUNDS rounds of one step on both targets, order alternating; `figure` is the median of ours / theirs. */
+async function pairedRounds(pair: [Target, Target], stepFor: (t: Target) => Step, figure: string): Promise<void> {
+  const steps = new Map(pair.map((t) => [t, stepFor(t)]));
+  const ratios: number[] = [];
+  for (let round = 1; round <= PAIR_ROUNDS; round++) {
+    const rates = new Map<Target, number | undefined>();
+    for (const t of round % 2 === 1 ? pair : pair.toReversed()) {
+      const [name, args, take] = steps.get(t)!;
+      sampler.phase = `${t.name} pairs ${name}`;
+      const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S) + 120);
+      results.runs[`${t.name} pairs ${name} ${round}`] = out;
+      // A step takes one rate figure: its value is the rate.
+      rates.set(t, Object.values(take(out))[0]);
+    }
+    const [ours, theirs] = pair.map((t) => rates.get(t));
+    if (ours !== undefined && theirs) ratios.push(ours / theirs);
   }
+  record(figure, median(ratios));
 }
 
 mkdirSync(RUN_DIR, { recursive: true });
@@ -505,11 +520,10 @@ try {
     console.error(`bench: ${t.name}`);
     await benchTarget(t);
   }
-  if (TARGETS_WANTED && wanted('notify-person')) {
-    console.error('bench: gateway and socketio, notify pairs');
-    await pairedNotify([targets[0]!, targets[1]!]);
+  if (TARGETS_WANTED && wanted('pairs')) {
+    console.error('bench: gateway and socketio side by side');
+    await pairedRatios([targets[0]!, targets[1]!]);
   }
-  ratios();
   for (const [name, scenario] of FAILOVER.filter(([name]) => wanted(name))) {
     const taken: Array<Record<string, number | undefined>> = [];
     for (let run = 1; run <= RATE_RUNS; run++) {
