@@ -6,9 +6,10 @@
  * when the last of them got each message. No WebSocket, no protocol, no Redis: what the gateway's
  * broadcast_18k_last_ms cannot go below on the same cores.
  *
- *   node bench/floor.ts [--clients 18000] [--chunk 128] [--rounds 10]
+ *   node bench/floor.ts [--clients 18000] [--chunk 128] [--rounds 10] [--json]
  *
- * Prints each round's last told (ms after the first write) and the server's CPU in the kernel for it. Port 26200,
+ * Prints each round's last told (ms after the first write) and the server's CPU in the kernel for it (`--json`: as
+ * one JSON line, for `make bench`). Port 26200,
  * source addresses 127.0.0.2-4; stops by itself after the rounds.
  */
 import { fork } from 'node:child_process';
@@ -42,7 +43,7 @@ async function reader(count: number, address: string): Promise<void> {
   }
 }
 
-async function server(clients: number, chunk: number, rounds: number): Promise<void> {
+async function server(clients: number, chunk: number, rounds: number, json: boolean): Promise<void> {
   const sockets: Socket[] = [];
   const all = Promise.withResolvers<void>();
   const listener = createServer((socket) => {
@@ -75,9 +76,11 @@ async function server(clients: number, chunk: number, rounds: number): Promise<v
   const told = await Promise.all(readers);
   const lastTold = told[0]!.map((_, round) => Math.round(Math.max(...told.map((each) => each[round] ?? 0))));
   const median = [...lastTold].sort((a, b) => a - b)[Math.floor(lastTold.length / 2)];
-  console.log(`floor: ${clients} sockets, chunks of ${chunk}: last told ${lastTold.join(' ')} ms (median ${median}); server kernel CPU ${kernelMs.join(' ')} ms`);
+  console.log(json
+    ? JSON.stringify({ clients, chunk, lastToldMs: lastTold, kernelMs })
+    : `floor: ${clients} sockets, chunks of ${chunk}: last told ${lastTold.join(' ')} ms (median ${median}); server kernel CPU ${kernelMs.join(' ')} ms`);
 }
 
-const { values } = parseArgs({ options: { clients: { type: 'string', default: '18000' }, chunk: { type: 'string', default: '128' }, rounds: { type: 'string', default: '10' }, reader: { type: 'boolean' } }, allowPositionals: true });
+const { values } = parseArgs({ options: { clients: { type: 'string', default: '18000' }, chunk: { type: 'string', default: '128' }, rounds: { type: 'string', default: '10' }, json: { type: 'boolean', default: false }, reader: { type: 'boolean' } }, allowPositionals: true });
 if (values.reader) await reader(Number(process.argv.at(-2)), process.argv.at(-1)!);
-else await server(Number(values.clients), Number(values.chunk), Number(values.rounds));
+else await server(Number(values.clients), Number(values.chunk), Number(values.rounds), values.json);

@@ -91,7 +91,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'At Node\'s floor for an HTTP call and a write. `node bench/notify-floor.ts` answers the same unpaced emits ' +
+    'At Node\'s floor for an HTTP call and a write (the floors above are measured in the same run). ' +
+    '`node bench/notify-floor.ts` answers the same unpaced emits ' +
     '(the gateway\'s body, 100 keep-alive connections) with a server that does nothing but parse the body and write ' +
     'a 150-byte frame to the one of 1,000 TCP sockets it names: no WebSocket, no protocol, no Redis. Alternated with ' +
     'the gateway by hand on 2026-12-02 ~02:50 UTC (a fresh node on Redis and `wsload notify http://… --clients ' +
@@ -138,7 +139,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'At the machine\'s floor. `node bench/floor.ts` writes one 150-byte message to each of 18,000 loopback TCP ' +
+    'At the machine\'s floor (the floors above are measured in the same run). `node bench/floor.ts` writes one 150-byte message to each of 18,000 loopback TCP ' +
     'sockets from a plain `net` server, in chunks of 128 as the hub does (chunks of 18,000 read the same), to ' +
     'three reader processes: no WebSocket, no protocol, no Redis. Its ten rounds\' last told, three runs on ' +
     '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +

@@ -7,10 +7,10 @@
  * notify). No WebSocket, no protocol, no registry, no Redis: the gap between this and the gateway's node CPU per
  * emit is all the gateway's work, and `--server fastify` shows fastify's share (one route, its JSON body parser).
  *
- *   node bench/notify-floor.ts [--server http|fastify] [--seconds 10]
+ *   node bench/notify-floor.ts [--server http|fastify] [--seconds 10] [--json]
  *
  * Prints the emits a second and the server's CPU per emit (user + kernel, µs) over the measured seconds (after 2 s
- * not counted). Ports 26300-26301; stops by itself.
+ * not counted); `--json`: as one JSON line, for `make bench`. Ports 26300-26301; stops by itself.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -104,7 +104,7 @@ async function listenHttp(kind: string, sockets: Socket[]): Promise<() => Promis
   return () => new Promise((resolve) => server.close(() => resolve()));
 }
 
-async function main(kind: string, seconds: number): Promise<void> {
+async function main(kind: string, seconds: number, json: boolean): Promise<void> {
   const sockets: Socket[] = [];
   const recipients = createServer((socket) => {
     socket.setNoDelay(true);
@@ -123,15 +123,18 @@ async function main(kind: string, seconds: number): Promise<void> {
   const [{ answered }] = (await once(emitting, 'message')) as [{ answered: number }];
   const cpu = process.cpuUsage(before);
   const elapsedS = (performance.now() - started) / 1000;
-  const perEmit = (micros: number): string => (micros / answered).toFixed(1);
-  console.log(`notify floor (${kind}): ${Math.round(answered / elapsedS)} emits/s; server CPU per emit ${perEmit(cpu.user + cpu.system)} µs (user ${perEmit(cpu.user)}, kernel ${perEmit(cpu.system)})`);
+  const perEmit = (micros: number): number => Math.round((10 * micros) / answered) / 10;
+  const report = { server: kind, emitsPerSecond: Math.round(answered / elapsedS), cpuUsPerEmit: perEmit(cpu.user + cpu.system), userUsPerEmit: perEmit(cpu.user), kernelUsPerEmit: perEmit(cpu.system) };
+  console.log(json
+    ? JSON.stringify(report)
+    : `notify floor (${kind}): ${report.emitsPerSecond} emits/s; server CPU per emit ${report.cpuUsPerEmit} µs (user ${report.userUsPerEmit}, kernel ${report.kernelUsPerEmit})`);
   reading.disconnect();
   for (const socket of sockets) socket.destroy();
   recipients.close();
   await closeHttp();
 }
 
-const { values } = parseArgs({ options: { server: { type: 'string', default: 'http' }, seconds: { type: 'string', default: '10' }, readers: { type: 'boolean' }, emitter: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { server: { type: 'string', default: 'http' }, seconds: { type: 'string', default: '10' }, json: { type: 'boolean', default: false }, readers: { type: 'boolean' }, emitter: { type: 'boolean' } } });
 if (values.readers) await readers();
 else if (values.emitter) await emitter(Number(values.seconds));
-else await main(values.server, Number(values.seconds));
+else await main(values.server, Number(values.seconds), values.json);

@@ -243,6 +243,37 @@ function cpuTable(r: Results): string {
   ].join('\n');
 }
 
+/**
+ * The gateway beside what this machine gives a server that does no protocol work, measured in the same run
+ * (floorScenario in bench/run.ts); nothing when the run has no floors.
+ */
+function floorSection(r: Results): string {
+  const f = r.figures;
+  if (f.floor_notify_http_per_s === undefined && f.floor_broadcast_last_ms === undefined) return '';
+  const everyone = r.levels.at(-1)!.toLocaleString('en-US');
+  const rows: Array<[string, number | undefined, number | undefined, number | undefined]> = [
+    ['one person each, unpaced: emits/s', f.floor_notify_http_per_s, f.floor_notify_fastify_per_s, f.notify_person_per_s],
+    ['… the server\'s CPU per emit, µs (user + kernel)', f.floor_notify_http_us_per_emit, f.floor_notify_fastify_us_per_emit, undefined],
+    [`one broadcast to ${everyone}: the last one told, median of ten, ms`, f.floor_broadcast_last_p50_ms, undefined, f.broadcast_18k_last_p50_ms],
+    ['… the slowest of the ten, ms', f.floor_broadcast_last_ms, undefined, f.broadcast_18k_last_ms],
+  ];
+  return `
+### This machine's floors
+
+Measured by \`make bench\` after the targets' own runs (floorScenario): a server that does no protocol work, on the
+same cores with the same kind of load: \`node bench/notify-floor.ts\`
+answers each emit (the gateway's body, 100 keep-alive connections, unpaced) and writes one 150-byte frame to the one
+of 1,000 plain TCP sockets it names; \`node bench/floor.ts\` writes one 150-byte message to each of ${everyone}
+sockets from a plain \`net\` server, 128 at a time as the hub does, to three reader processes. No WebSocket, no
+tokens, no Redis. The gateway's own CPU per emit is not sampled finely enough to set beside them (see
+\`notify_person_vs_socketio\` below for it by hand).
+
+| | plain Node, no protocol | fastify, no protocol | gateway |
+|---|---:|---:|---:|
+${rows.map(([label, ...values]) => `| ${label} | ${values.map(fmt).join(' | ')} |`).join('\n')}
+`;
+}
+
 /** Each missed figure with why, from bench/missed.ts (the issue asks for the profile that shows it). */
 function missedSection(r: Results): string {
   const missed = FIGURES.filter(([name, , op, target]) => r.figures[name] !== undefined && !meets(r.figures[name], op, target));
@@ -310,7 +341,7 @@ clients when there is no later one: quick runs stop at 6,000, so their slope is 
 \`process.memoryUsage().heapUsed\` on /stats), 2 s after two forced GCs a second apart (SIGUSR2 to the server, see bench/gc-preload.ts).
 ${r.quick ? '' : `Each memory figure is the median of two passes over the levels, each on a fresh server (\`<target> memory 1|2\` in results.json);
 the tables and charts show the second pass.
-`}${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
+`}${floorSection(r)}${missedSection(r)}${missing.length ? `\nNot yet measured in this run: ${missing.map((n) => `\`${n}\``).join(', ')}.\n` : ''}${r.errors.length ? `\nErrors in this run:\n\n${r.errors.map((e) => `- ${e}`).join('\n')}\n` : ''}
 ## Subscribing with can-connect code
 
 Connect with both tokens, REGISTER, leave, 100 at a time, 2 s of warm-up each. Each event with code runs right beside

@@ -9,8 +9,8 @@
  *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
  *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
  *                                 18,000 clients connected), broadcast-18k, can-connect, pairs (the gateway and
- *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), restart, kill
- *                                 (bench/failover.ts)
+ *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), floors (the
+ *                                 machine's, floorScenario), restart, kill (bench/failover.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  */
@@ -51,12 +51,16 @@ const RUN_DIR = `${ROOT}bench/.run`;
 const OUT_DIR = `${ROOT}docs/benchmarks`;
 const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
 const PEER_LOAD = `${ROOT}bench/peer-load.ts`;
+const NOTIFY_FLOOR = `${ROOT}bench/notify-floor.ts`;
+const BROADCAST_FLOOR = `${ROOT}bench/floor.ts`;
 const ONLY = process.argv.includes('--only') ? new Set(process.argv[process.argv.indexOf('--only') + 1]?.split(',')) : undefined;
 const wanted = (scenario: string): boolean => ONLY === undefined || ONLY.has(scenario);
 /** Scenarios with processes of their own, run after the targets. */
 const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario]];
-/** The three targets start only when a scenario of theirs is wanted. */
-const TARGETS_WANTED = ONLY === undefined || [...ONLY].some((name) => !FAILOVER.some(([failover]) => failover === name));
+/** Scenarios that start what they measure themselves, after the targets' own runs. */
+const OWN_PROCESSES = new Set(['pairs', 'floors', ...FAILOVER.map(([name]) => name)]);
+/** The three targets run in turn only when a scenario of theirs is wanted. */
+const TARGETS_WANTED = ONLY === undefined || [...ONLY].some((name) => !OWN_PROCESSES.has(name));
 
 type TargetName = 'gateway' | 'socketio' | 'bare';
 interface Target { name: TargetName; port: number; redisPort: number; server?: Proc }
@@ -444,6 +448,34 @@ async function benchTarget(t: Target): Promise<void> {
 }
 
 /**
+ * This machine's floors, in the same run: what a server that does no protocol work gets from it, so that the
+ * gateway's rates and latencies can be read against them (the misses in bench/missed.ts sit at them). A one-person
+ * emit answered and written with nothing else done (bench/notify-floor.ts, on node:http and on fastify), and one
+ * broadcast written to every client of the last level from a plain `net` server (bench/floor.ts, ten of them).
+ */
+async function floorScenario(): Promise<void> {
+  const measure = async (name: string, script: string, args: string[]): Promise<Record<string, any> | undefined> => {
+    results.commands.push(`node ${script.replace(ROOT, '')} ${args.join(' ')}`);
+    try {
+      const out = await startLoad(name, script, [...args, '--json'], { logFile: `${RUN_DIR}/${name.replace(' ', '-')}.log`, timeoutS: 300 }).done;
+      results.runs[name] = out;
+      return out;
+    } catch (error) {
+      results.errors.push(`${name}: ${(error as Error).message}`);
+      return undefined;
+    }
+  };
+  for (const server of ['http', 'fastify']) {
+    const out = await measure(`floors notify-${server}`, NOTIFY_FLOOR, ['--server', server, '--seconds', String(NOTIFY_S)]);
+    record(`floor_notify_${server}_per_s`, out?.emitsPerSecond);
+    record(`floor_notify_${server}_us_per_emit`, out?.cpuUsPerEmit);
+  }
+  const told: number[] = (await measure('floors broadcast', BROADCAST_FLOOR, ['--clients', String(LEVELS.at(-1))]))?.lastToldMs ?? [];
+  record('floor_broadcast_last_ms', told.length > 0 ? Math.max(...told) : undefined);
+  record('floor_broadcast_last_p50_ms', median(told));
+}
+
+/**
  * The `_vs_socketio` ratios, from runs made side by side. Each target's own runs above are 10-20 minutes from the
  * other's, and rates here swing up to 2× from one run to the next (Socket.IO's unpaced one-person notify read
  * 16,082 then 8,883/s in two consecutive runs of 2026-12-01): the ratio of such medians fell either side of its
@@ -520,7 +552,11 @@ try {
     console.error(`bench: ${t.name}`);
     await benchTarget(t);
   }
-  if (TARGETS_WANTED && wanted('pairs')) {
+  if (wanted('floors')) {
+    console.error('bench: this machine\'s floors');
+    await floorScenario();
+  }
+  if (wanted('pairs')) {
     console.error('bench: gateway and socketio side by side');
     await pairedRatios([targets[0]!, targets[1]!]);
   }
