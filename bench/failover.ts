@@ -25,7 +25,7 @@ import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { keyspace } from '../packages/gateway/src/broker/redis/keys.ts';
 import type { RunReport } from '@herald/loadgen/src/report.ts';
-import { GATEWAY_NODE_ARGS, metric, start, startLoad, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
+import { GATEWAY_NODE_ARGS, metric, ROOT, start, startLoad, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
 import type { Results } from './report.ts';
 
 export interface FailoverContext {
@@ -39,7 +39,6 @@ export interface FailoverContext {
   record(name: string, value: number | undefined): void;
 }
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
 const GATEWAY = `${ROOT}packages/gateway/src/main.ts`;
 const CLUSTER = `${ROOT}infra/local/cluster.sh`;

@@ -95,14 +95,16 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '`node bench/notify-floor.ts` answers the same unpaced emits ' +
     '(the gateway\'s body, 100 keep-alive connections) with a server that does nothing but parse the body and write ' +
     'a 150-byte frame to the one of 1,000 TCP sockets it names: no WebSocket, no protocol, no Redis. Alternated with ' +
-    'the gateway by hand on 2026-12-02 ~02:50 UTC (a fresh node on Redis and `wsload notify http://… --clients ' +
+    'the gateway by hand on 2026-12-02 ~02:37 UTC (a fresh node on Redis and `wsload notify http://… --clients ' +
     '1000 -c 100 -w 2 -d 15`, /proc/<pid>/stat around 10 s of it): node:http 30.5 and 33.8 µs of CPU per emit (kernel 18-20), fastify 30.4 and ' +
     '32.5 µs, the gateway 34.4 and 33.6 µs at 28,623-29,386/s. Our whole protocol (the API token\'s check, the ' +
     'catalogue, the registry read on Redis, the match, the frame, the metrics) costs 1-4 µs on top of the floor; the ' +
-    'rest is Node\'s HTTP server and the two system calls (the answer, the frame), each of which on loopback also ' +
-    'runs the receiving end\'s TCP. Socket.IO\'s server costs 48-97 µs per emit here depending on the minute ' +
-    '(48 in the pairs of 2026-12-02 01:10 UTC, 57 in those of 02:28, 65-97 by hand): 1.8× needs it at ≥ 1.8 × the ' +
-    'floor, so the ratio is met or missed by Socket.IO\'s phase. The full run of 2026-12-02 01:50 UTC: 1.57× (five ' +
+    'rest is Node\'s HTTP server and the system calls (a read, then two writes: the answer and the frame; on ' +
+    'loopback each write also runs the receiving end\'s TCP). Socket.IO\'s server costs 48-97 µs per emit here depending on the minute ' +
+    '(48 in the pairs of 2026-12-02 01:10 UTC, 57 in those of 02:25, 65-97 by hand): 1.8× needs it at ≥ 1.8 × the ' +
+    'floor, so the ratio is met or missed by Socket.IO\'s phase. The full run of 2026-12-02 02:50 UTC: 1.70× (pairs ' +
+    '1.94, 1.70, 1.70, 1.50, 1.08; the gateway 16,239-27,284/s, Socket.IO 14,032-15,019/s, where the gateway\'s own ' +
+    'runs read 34,930/s). That of 01:50 UTC: 1.57× (five ' +
     'rounds on servers churned first, pairedRatios: 1.21, 1.85, 1.57, 1.41, 1.93; the gateway 16,133-22,275/s at 89% ' +
     'of a core, Socket.IO 11,342-14,983/s at 76% and its Redis 21%); the runs before, three rounds on fresh servers: ' +
     '1.62× (01:10 UTC), 1.70× (00:30), 2.00× (2026-12-01 23:18); before the pairs, the ratio of medians 10-20 minutes ' +
@@ -145,7 +147,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +
     '200 ms here with no work at all beside the writes. The gateway between two of those runs (`wsload notify ' +
     'http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis): medians ' +
-    '226-300 ms; in the full run of 2026-12-02 01:50 UTC 299 ms (median 271), the rerun of 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
+    '226-300 ms; in the full run of 2026-12-02 02:50 UTC 252 ms (median 194), the floor measured in the same run ' +
+    '315 ms (median 210); in that of 01:50 UTC 299 ms (median 271), the rerun of 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
     '306, in the slow phase of its gateway runs), that of 2026-12-01 21:58 UTC 322 ms (median 249). Per ' +
     'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ' +
     'ms): each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient ' +

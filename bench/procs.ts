@@ -7,6 +7,9 @@ import { once } from 'node:events';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
+/** The repository's root, with a trailing slash. */
+export const ROOT = new URL('..', import.meta.url).pathname;
+
 export interface Proc { name: string; child: ChildProcess; stdout: string; exited: Promise<unknown> }
 
 const started: Proc[] = [];
@@ -196,4 +199,11 @@ export class Sampler {
     try { sample.redisUsedMemory = await this.redisUsedMemory(); } catch { /* redis between runs */ }
     this.samples.push(sample);
   }
+}
+
+/** The middle value, or the mean of the two middle ones; undefined for none. */
+export function median(values: number[]): number | undefined {
+  const sorted = values.toSorted((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return sorted.length === 0 ? undefined : Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)];
 }

@@ -265,8 +265,9 @@ same cores with the same kind of load: \`node bench/notify-floor.ts\`
 answers each emit (the gateway's body, 100 keep-alive connections, unpaced) and writes one 150-byte frame to the one
 of 1,000 plain TCP sockets it names; \`node bench/floor.ts\` writes one 150-byte message to each of ${everyone}
 sockets from a plain \`net\` server, 128 at a time as the hub does, to three reader processes. No WebSocket, no
-tokens, no Redis. The gateway's own CPU per emit is not sampled finely enough to set beside them (see
-\`notify_person_vs_socketio\` below for it by hand).
+tokens, no Redis. They run some minutes after the gateway's own runs, and rates here swing that much from one
+minute to the next (above): read them as a level, not to the percent. The gateway's own CPU per emit is not sampled
+finely enough to set beside them (see \`notify_person_vs_socketio\` below for it by hand, alternated with the floor).
 
 | | plain Node, no protocol | fastify, no protocol | gateway |
 |---|---:|---:|---:|

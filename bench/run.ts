@@ -17,7 +17,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
-import { GATEWAY_NODE_ARGS, metric, sleep, start, startLoad, startRedis, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
+import { floorScenario } from './floors.ts';
+import { GATEWAY_NODE_ARGS, median, metric, ROOT, sleep, start, startLoad, startRedis, stop, stopAll, waitFor, rssKb, Sampler, type Proc } from './procs.ts';
 import { writeReport, type Level, type Results } from './report.ts';
 
 const QUICK = process.argv.includes('--quick');
@@ -46,13 +47,10 @@ const PACED_S = QUICK ? 5 : 60;
 const NOTIFY_WARMUP_S = QUICK ? 1 : 2;
 /** The issue's figures are medians of two runs: each churn and notify run is made twice (once when quick). */
 const RATE_RUNS = QUICK ? 1 : 2;
-const ROOT = new URL('..', import.meta.url).pathname;
 const RUN_DIR = `${ROOT}bench/.run`;
 const OUT_DIR = `${ROOT}docs/benchmarks`;
 const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
 const PEER_LOAD = `${ROOT}bench/peer-load.ts`;
-const NOTIFY_FLOOR = `${ROOT}bench/notify-floor.ts`;
-const BROADCAST_FLOOR = `${ROOT}bench/floor.ts`;
 const ONLY = process.argv.includes('--only') ? new Set(process.argv[process.argv.indexOf('--only') + 1]?.split(',')) : undefined;
 const wanted = (scenario: string): boolean => ONLY === undefined || ONLY.has(scenario);
 /** Scenarios with processes of their own, run after the targets. */
@@ -103,12 +101,6 @@ const sampler = new Sampler(async () => (redis ? Number(/used_memory:(\d+)/.exec
 
 function record(name: string, value: number | undefined): void {
   if (value !== undefined && Number.isFinite(value)) results.figures[name] = Math.round(value * 1000) / 1000;
-}
-/** The middle value, or the mean of the two middle ones; undefined for none. */
-function median(values: number[]): number | undefined {
-  const sorted = values.toSorted((a, b) => a - b);
-  const middle = sorted.length / 2;
-  return sorted.length === 0 ? undefined : Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)];
 }
 const prefix = (t: Target): string => (t.name === 'gateway' ? '' : `${t.name}_`);
 
@@ -448,34 +440,6 @@ async function benchTarget(t: Target): Promise<void> {
 }
 
 /**
- * This machine's floors, in the same run: what a server that does no protocol work gets from it, so that the
- * gateway's rates and latencies can be read against them (the misses in bench/missed.ts sit at them). A one-person
- * emit answered and written with nothing else done (bench/notify-floor.ts, on node:http and on fastify), and one
- * broadcast written to every client of the last level from a plain `net` server (bench/floor.ts, ten of them).
- */
-async function floorScenario(): Promise<void> {
-  const measure = async (name: string, script: string, args: string[]): Promise<Record<string, any> | undefined> => {
-    results.commands.push(`node ${script.replace(ROOT, '')} ${args.join(' ')}`);
-    try {
-      const out = await startLoad(name, script, [...args, '--json'], { logFile: `${RUN_DIR}/${name.replace(' ', '-')}.log`, timeoutS: 300 }).done;
-      results.runs[name] = out;
-      return out;
-    } catch (error) {
-      results.errors.push(`${name}: ${(error as Error).message}`);
-      return undefined;
-    }
-  };
-  for (const server of ['http', 'fastify']) {
-    const out = await measure(`floors notify-${server}`, NOTIFY_FLOOR, ['--server', server, '--seconds', String(NOTIFY_S)]);
-    record(`floor_notify_${server}_per_s`, out?.emitsPerSecond);
-    record(`floor_notify_${server}_us_per_emit`, out?.cpuUsPerEmit);
-  }
-  const told: number[] = (await measure('floors broadcast', BROADCAST_FLOOR, ['--clients', String(LEVELS.at(-1))]))?.lastToldMs ?? [];
-  record('floor_broadcast_last_ms', told.length > 0 ? Math.max(...told) : undefined);
-  record('floor_broadcast_last_p50_ms', median(told));
-}
-
-/**
  * The `_vs_socketio` ratios, from runs made side by side. Each target's own runs above are 10-20 minutes from the
  * other's, and rates here swing up to 2× from one run to the next (Socket.IO's unpaced one-person notify read
  * 16,082 then 8,883/s in two consecutive runs of 2026-12-01): the ratio of such medians fell either side of its
@@ -554,7 +518,7 @@ try {
   }
   if (wanted('floors')) {
     console.error('bench: this machine\'s floors');
-    await floorScenario();
+    await floorScenario({ runDir: RUN_DIR, results, record, clients: LEVELS.at(-1)!, seconds: NOTIFY_S });
   }
   if (wanted('pairs')) {
     console.error('bench: gateway and socketio side by side');
