@@ -12,7 +12,7 @@
  * Prints the emits a second and the server's CPU per emit (user + kernel, µs) over the measured seconds (after 2 s
  * not counted); `--json`: as one JSON line, for `make bench`. Ports 26300-26301; stops by itself.
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
@@ -104,6 +104,18 @@ async function listenHttp(kind: string, sockets: Socket[]): Promise<() => Promis
   return () => new Promise((resolve) => server.close(() => resolve()));
 }
 
+/** The child's next message; a child that exits first (a failed emit, say) fails the run instead of hanging it. */
+function messageFrom(child: ChildProcess): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const exited = (code: number | null): void => reject(new Error(`a child process exited (${code}) before it reported`));
+    child.once('exit', exited);
+    child.once('message', (message) => {
+      child.off('exit', exited);
+      resolve(message);
+    });
+  });
+}
+
 async function main(kind: string, seconds: number, json: boolean): Promise<void> {
   const sockets: Socket[] = [];
   const recipients = createServer((socket) => {
@@ -115,12 +127,12 @@ async function main(kind: string, seconds: number, json: boolean): Promise<void>
   await once(recipients, 'listening');
   const closeHttp = await listenHttp(kind, sockets);
   const reading = fork(new URL(import.meta.url), ['--readers']);
-  await once(reading, 'message');
+  await messageFrom(reading);
   const emitting = fork(new URL(import.meta.url), ['--emitter', '--seconds', String(seconds)]);
-  await once(emitting, 'message');
+  await messageFrom(emitting);
   const before = process.cpuUsage();
   const started = performance.now();
-  const [{ answered }] = (await once(emitting, 'message')) as [{ answered: number }];
+  const { answered } = (await messageFrom(emitting)) as { answered: number };
   const cpu = process.cpuUsage(before);
   const elapsedS = (performance.now() - started) / 1000;
   const perEmit = (micros: number): number => Math.round((10 * micros) / answered) / 10;
