@@ -199,6 +199,7 @@ async function notify(kind: Kind, url: string, run: NotifyRun): Promise<void> {
   const sorted = Float64Array.from(latencies).sort();
   console.log(JSON.stringify({
     command: 'notify', kind, broadcast,
+    window: { from: performance.timeOrigin + start, to: performance.timeOrigin + start + emitS * 1000 },
     counts: { clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length },
     rates: { emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS },
     latency: { delivery: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), p99_9: percentile(sorted, 0.999), max: sorted.at(-1) } },

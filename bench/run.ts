@@ -273,6 +273,18 @@ function recordMedians(taken: Array<Record<string, number | undefined>>): void {
   }
 }
 
+/**
+ * The server's CPU per emit over a notify run's measured seconds: its samples wholly inside them (one a second, each
+ * over the second before it), their mean share of a core, over the emits answered a second. Undefined without them.
+ */
+function usPerEmit(t: Target, r: Record<string, any>): number | undefined {
+  const { from, to } = (r.window ?? {}) as { from?: number; to?: number };
+  const emitsPerSecond = r.rates?.emitsPerSecond as number | undefined;
+  if (from === undefined || to === undefined || !emitsPerSecond) return undefined;
+  const shares = sampler.samples.filter((s) => s.t - 1000 >= from && s.t <= to && s.procs[t.name]).map((s) => s.procs[t.name]!.cpuPct);
+  return shares.length === 0 ? undefined : (shares.reduce((a, b) => a + b, 0) / shares.length) * 1e4 / emitsPerSecond;
+}
+
 /** Scenario 3's runs (and 4's, with `figure` naming them apart): one person each, unpaced and at 1,000/s; a broadcast to the 1,000 listeners, unpaced and 5/s. */
 function notifySteps(t: Target, figure: (name: string) => string): Step[] {
   const listeners = ['--clients', String(NOTIFY_CLIENTS), '-c', '100', '-w', String(NOTIFY_WARMUP_S)];
@@ -282,7 +294,7 @@ function notifySteps(t: Target, figure: (name: string) => string): Step[] {
   const rate = (r: Record<string, any>): number | undefined => r.rates?.notificationsPerSecond;
   const delivery = (r: Record<string, any>): Record<string, number> | undefined => r.latency?.delivery;
   return [
-    ['notify-person', notify(NOTIFY_S), (r) => ({ [figure('notify_person_per_s')]: rate(r) })],
+    ['notify-person', notify(NOTIFY_S), (r) => ({ [figure('notify_person_per_s')]: rate(r), [figure('notify_person_us_per_emit')]: usPerEmit(t, r) })],
     ['broadcast-1k', notify(NOTIFY_S, '--broadcast'), (r) => ({ [figure('broadcast_1k_per_s')]: rate(r) })],
     ['notify-paced', notify(PACED_S, '-R', '1000'), (r) => ({ [figure('paced_p50_ms')]: delivery(r)?.p50, [figure('paced_p99_ms')]: delivery(r)?.p99 })],
     ['broadcast-paced', notify(NOTIFY_S, '--broadcast', '-R', '5'), (r) => ({ [figure('broadcast_paced_p50_ms')]: delivery(r)?.p50, [figure('broadcast_paced_last_ms')]: delivery(r)?.max })],
@@ -488,12 +500,11 @@ async function pairedRounds(pair: [Target, Target], stepFor: (t: Target) => Step
   for (let round = 1; round <= PAIR_ROUNDS; round++) {
     const rates = new Map<Target, number | undefined>();
     for (const t of round % 2 === 1 ? pair : pair.toReversed()) {
-      const [name, args, take] = steps.get(t)!;
+      const [name, args] = steps.get(t)!;
       sampler.phase = `${t.name} pairs ${name}`;
       const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S) + 120);
       results.runs[`${t.name} pairs ${name} ${round}`] = out;
-      // A step takes one rate figure: its value is the rate.
-      rates.set(t, Object.values(take(out))[0]);
+      rates.set(t, out.rates?.notificationsPerSecond ?? out.rates?.clientsPerSecond);
     }
     const [ours, theirs] = pair.map((t) => rates.get(t));
     if (ours !== undefined && theirs) ratios.push(ours / theirs);

@@ -18,6 +18,8 @@ export interface RunReport {
   startedAt: string;
   /** Seconds of the measured part of the run. */
   durationS: number;
+  /** notify: the measured part's first and last moment (epoch ms), for a bench to read its own samples over it. */
+  window?: { from: number; to: number };
   options: Record<string, unknown>;
   counts: Record<string, number>;
   /** Failures by reason (an error code, an HTTP status, a refusal code). */

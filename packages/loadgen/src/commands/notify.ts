@@ -151,6 +151,7 @@ function result(
   const body: ReportBody = {
     command: 'notify',
     durationS: emitS,
+    window: { from: emitStart, to: emitStart + emitS * 1000 },
     options: publicOptions(options),
     counts: {
       listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
