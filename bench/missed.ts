@@ -91,7 +91,10 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'At Node\'s floor for an HTTP call and a write (the floors above are measured in the same run). ' +
+    'At Node\'s floor for an HTTP call and a write (the floors above are measured in the same run). In the rerun ' +
+    'of 2026-12-02 03:42 UTC (`node bench/run.ts --only notify-person,floors`) the gateway\'s node spent 37.2 µs ' +
+    'per emit, a fastify server doing nothing but the call and the write 37.3 µs, a node:http one 33.9, and ' +
+    'Socket.IO\'s server 68.8 (1.85× ours; those runs are minutes apart, the ratio itself is the pairs\'). ' +
     '`node bench/notify-floor.ts` answers the same unpaced emits ' +
     '(the gateway\'s body, 100 keep-alive connections) with a server that does nothing but parse the body and write ' +
     'a 150-byte frame to the one of 1,000 TCP sockets it names: no WebSocket, no protocol, no Redis. Alternated with ' +
