@@ -105,7 +105,11 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'rest is Node\'s HTTP server and the system calls (a read, then two writes: the answer and the frame; on ' +
     'loopback each write also runs the receiving end\'s TCP). Socket.IO\'s server costs 48-97 µs per emit here depending on the minute ' +
     '(48 in the pairs of 2026-12-02 01:10 UTC, 57 in those of 02:25, 65-97 by hand): 1.8× needs it at ≥ 1.8 × the ' +
-    'floor, so the ratio is met or missed by Socket.IO\'s phase. The full run of 2026-12-02 02:50 UTC: 1.70× (pairs ' +
+    'floor, so the ratio is met or missed by Socket.IO\'s phase. The pairs rerun of 2026-12-02 03:47 UTC (`--only ' +
+    'pairs`): 1.56× (1.30, 1.77, 1.86, 1.56, 1.56), the gateway\'s node 48.1 µs per emit and Socket.IO\'s server ' +
+    '70.5 in them; a gateway node after three 20-s churns costs what a fresh one does (by hand, alternated: 39.4, ' +
+    '39.1, 37.0 µs against 41.7, 38.1, 39.8), so the pairs\' higher cost is their surroundings (the other server and ' +
+    'its clients on the same cores) or the minute. The full run of 02:50 UTC: 1.70× (pairs ' +
     '1.94, 1.70, 1.70, 1.50, 1.08; the gateway 16,239-27,284/s, Socket.IO 14,032-15,019/s, where the gateway\'s own ' +
     'runs read 34,930/s). That of 01:50 UTC: 1.57× (five ' +
     'rounds on servers churned first, pairedRatios: 1.21, 1.85, 1.57, 1.41, 1.93; the gateway 16,133-22,275/s at 89% ' +

@@ -302,12 +302,12 @@ function notifySteps(t: Target, figure: (name: string) => string): Step[] {
 }
 
 /** Scenario 2's run: both tokens, REGISTER, leave, 100 at a time. */
-function churnStep(t: Target): Step {
+function churnStep(t: Target, figure = (name: string): string => `${prefix(t)}${name}`): Step {
   const ws = `ws://127.0.0.1:${t.port}`;
   const args = t.name === 'gateway'
     ? ['churn', ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both']
     : ['churn', t.name, ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S)];
-  return ['churn', args, (r) => ({ [`${prefix(t)}churn_subscribe_per_s`]: r.rates?.clientsPerSecond })];
+  return ['churn', args, (r) => ({ [figure('churn_subscribe_per_s')]: r.rates?.clientsPerSecond })];
 }
 
 async function loadScenarios(t: Target): Promise<void> {
@@ -470,14 +470,16 @@ const PAIR_ROUNDS = QUICK ? 1 : 5;
 
 async function pairedRatios(pair: [Target, Target]): Promise<void> {
   const fills = new Map<Target, Proc[]>(pair.map((t) => [t, []]));
-  const stepOf = (t: Target, name: string): Step => notifySteps(t, (figure) => figure).find(([step]) => step === name)!;
+  // The pairs' own figures (rates, CPU per emit) apart from the targets' own runs': `pairs_…`, `socketio_pairs_…`.
+  const named = (t: Target) => (name: string): string => `${prefix(t)}pairs_${name}`;
+  const stepOf = (t: Target, name: string): Step => notifySteps(t, named(t)).find(([step]) => step === name)!;
   try {
     for (const t of pair) {
       await startTarget(t);
       // Its Redis client serves the memory levels and one target's sampling: one per target would leak the first.
       closeRedisClient();
     }
-    await pairedRounds(pair, churnStep, 'churn_subscribe_vs_socketio');
+    await pairedRounds(pair, (t) => churnStep(t, named(t)), 'churn_subscribe_vs_socketio');
     for (const t of pair) {
       sampler.phase = `${t.name} pairs fill`;
       await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills.get(t)!, 0, NOTIFY_CLIENTS);
@@ -493,23 +495,29 @@ async function pairedRatios(pair: [Target, Target]): Promise<void> {
   }
 }
 
-/** PAIR_ROUNDS rounds of one step on both targets, order alternating; `figure` is the median of ours / theirs. */
+/**
+ * PAIR_ROUNDS rounds of one step on both targets, order alternating; `figure` is the median of ours / theirs, and
+ * each target's figures of the step are the medians of its rounds.
+ */
 async function pairedRounds(pair: [Target, Target], stepFor: (t: Target) => Step, figure: string): Promise<void> {
   const steps = new Map(pair.map((t) => [t, stepFor(t)]));
+  const taken = new Map(pair.map((t): [Target, Array<Record<string, number | undefined>>] => [t, []]));
   const ratios: number[] = [];
   for (let round = 1; round <= PAIR_ROUNDS; round++) {
     const rates = new Map<Target, number | undefined>();
     for (const t of round % 2 === 1 ? pair : pair.toReversed()) {
-      const [name, args] = steps.get(t)!;
+      const [name, args, take] = steps.get(t)!;
       sampler.phase = `${t.name} pairs ${name}`;
       const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S) + 120);
       results.runs[`${t.name} pairs ${name} ${round}`] = out;
+      taken.get(t)!.push(take(out));
       rates.set(t, out.rates?.notificationsPerSecond ?? out.rates?.clientsPerSecond);
     }
     const [ours, theirs] = pair.map((t) => rates.get(t));
     if (ours !== undefined && theirs) ratios.push(ours / theirs);
   }
   record(figure, median(ratios));
+  for (const t of pair) recordMedians(taken.get(t)!);
 }
 
 mkdirSync(RUN_DIR, { recursive: true });
