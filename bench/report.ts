@@ -330,9 +330,8 @@ next of the same server (Socket.IO's unpaced notify read 16,082 then 8,883/s in 
 and each target runs its scenarios in turn, 10-20 minutes from the other's. So the \`_vs_socketio\` ratios are not
 the ratios of the rates in the table: the gateway and Socket.IO run the same steps again side by side (both
 started, churned, then filled; each step's runs alternated, the gateway first in odd rounds), and each ratio is the
-median of ${roundsOf(r, 'gateway pairs notify-person')} round(s) of those pairs (\`<target> pairs <step> N\` in results.json). By hand on 2026-12-02, alternated under the same unpaced
-one-person load, the gateway's node spent 34 µs of CPU per emit and a server doing nothing but the HTTP call and the
-write (\`node bench/notify-floor.ts\`) 30-34 µs; Socket.IO's server spends 48-97 µs, depending on the minute.
+median of ${roundsOf(r, 'gateway pairs notify-person')} round(s) of those pairs (\`<target> pairs <step> N\` in results.json). Each server's CPU per emit, in its own runs and in
+the pairs, is in the floors table below, beside a server doing nothing but the HTTP call and the write.
 
 ## Figures
 

@@ -3,8 +3,8 @@
  * isolate or a worker costs more than most can-connect code, so a burst of REGISTERs pays it once per batch.
  * Both runners batch the same way; each slot answers a batch with one verdict per call, in order.
  */
-import type { CanConnectRequest, CanConnectVerdict, PreparedCode, SystemCalls } from './code-runner.ts';
-import type { SlotPool } from './pool.ts';
+import type { CanConnectRequest, CanConnectVerdict, PreparedCode, RunnerLimits, SystemCalls } from './code-runner.ts';
+import { SlotPool } from './pool.ts';
 import { messageOf, unavailable } from './verdict.ts';
 
 /** A batch holds calls of one code with one set of system calls, at most this many. */
@@ -40,10 +40,16 @@ export class Batches<S extends BatchSlot> {
   /** performance.now() when the last batch closed. */
   #lastFlush = -Infinity;
 
-  constructor(pool: SlotPool<S>, waitMs: number, label: string) {
-    this.#pool = pool;
-    this.#waitMs = waitMs;
+  /** The pool of `slots` is the batches': a batch waits up to `limits.timeoutMs` for a slot, behind `limits.queue`. */
+  constructor(slots: readonly S[], limits: RunnerLimits, label: string) {
+    this.#pool = new SlotPool(slots, limits.queue);
+    this.#waitMs = limits.timeoutMs;
     this.#label = label;
+  }
+
+  /** Batches still waiting for a slot get their verdict now; the slots themselves are the runner's to close. */
+  close(): void {
+    this.#pool.close();
   }
 
   call(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {

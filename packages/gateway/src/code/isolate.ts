@@ -17,7 +17,6 @@ import type {
   SystemCalls,
 } from './code-runner.ts';
 import { Batches, type BatchSlot } from './batches.ts';
-import { SlotPool } from './pool.ts';
 import { isOutcome, messageOf, outcomeOf, outOfMemory, timedOut, unavailable, verdictOf, type Outcome } from './verdict.ts';
 
 /** The node's own backstop after the isolate's time limit: catches a call that awaits forever. */
@@ -243,14 +242,12 @@ async function loadEntry(isolate: ivm.Isolate, code: PreparedCode, timeoutMs: nu
 
 export class IsolateRunner implements CodeRunner {
   readonly #slots: IsolateSlot[];
-  readonly #pool: SlotPool<IsolateSlot>;
   readonly #batches: Batches<IsolateSlot>;
 
   /** Isolates are created on first use, and again after a memory blow-up or a hang. */
   constructor(limits: RunnerLimits) {
     this.#slots = Array.from({ length: limits.size }, () => new IsolateSlot(limits));
-    this.#pool = new SlotPool(this.#slots, limits.queue);
-    this.#batches = new Batches(this.#pool, limits.timeoutMs, 'isolates');
+    this.#batches = new Batches(this.#slots, limits, 'isolates');
   }
 
   canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
@@ -258,7 +255,7 @@ export class IsolateRunner implements CodeRunner {
   }
 
   async close(): Promise<void> {
-    this.#pool.close();
+    this.#batches.close();
     for (const slot of this.#slots) slot.close();
   }
 }

@@ -16,7 +16,7 @@ export class SlotPool<S> {
   readonly #waiting: Waiter<S>[] = [];
   #closed = false;
 
-  constructor(slots: S[], queueLimit: number) {
+  constructor(slots: readonly S[], queueLimit: number) {
     this.#free = [...slots];
     this.#size = slots.length;
     this.#queueLimit = queueLimit;

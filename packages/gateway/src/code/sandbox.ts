@@ -18,7 +18,6 @@ import type {
   SystemCalls,
 } from './code-runner.ts';
 import { Batches, type BatchSlot } from './batches.ts';
-import { SlotPool } from './pool.ts';
 import type { ToWorker } from './sandbox-protocol.ts';
 import { isOutcome, messageOf, outOfMemory, timedOut, unavailable, verdictOf } from './verdict.ts';
 
@@ -277,7 +276,6 @@ class WorkerSlot implements BatchSlot {
 export class SandboxRunner implements CodeRunner {
   readonly #codeDir: string;
   readonly #slots: WorkerSlot[];
-  readonly #pool: SlotPool<WorkerSlot>;
   readonly #batches: Batches<WorkerSlot>;
   /** By code id. */
   readonly #files = new Map<string, CodeFile>();
@@ -286,8 +284,7 @@ export class SandboxRunner implements CodeRunner {
   constructor(launcher: WorkerLauncher, limits: RunnerLimits, codeDir: string) {
     this.#codeDir = codeDir;
     this.#slots = Array.from({ length: limits.size }, () => new WorkerSlot(launcher, limits, (code) => this.#file(code)));
-    this.#pool = new SlotPool(this.#slots, limits.queue);
-    this.#batches = new Batches(this.#pool, limits.timeoutMs, launcher.where);
+    this.#batches = new Batches(this.#slots, limits, launcher.where);
   }
 
   canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
@@ -295,7 +292,7 @@ export class SandboxRunner implements CodeRunner {
   }
 
   async close(): Promise<void> {
-    this.#pool.close();
+    this.#batches.close();
     await Promise.all(this.#slots.map((slot) => slot.close()));
     rmSync(this.#codeDir, { recursive: true, force: true });
   }
