@@ -1,7 +1,8 @@
 /**
  * This machine's floors, in the same run: what a server that does no protocol work gets from it, so that the
  * gateway's rates and latencies can be read against them (the misses in bench/missed.ts sit at them). A one-person
- * emit answered and written with nothing else done (bench/notify-floor.ts, on node:http and on fastify), and one
+ * emit answered and written with nothing else done (bench/notify-floor.ts, on node:http, on fastify and on an HTTP
+ * reader of its own as the gateway's emit fast path has), and one
  * broadcast written to every client of the last level from a plain `net` server (bench/floor.ts, ten of them).
  * Run by bench/run.ts after the targets, with nothing else running; each prints one JSON line with `--json`.
  */
@@ -34,7 +35,7 @@ export async function floorScenario(ctx: FloorContext): Promise<void> {
       return undefined;
     }
   };
-  for (const server of ['http', 'fastify']) {
+  for (const server of ['http', 'fastify', 'raw']) {
     const out = await measure(`floors notify-${server}`, NOTIFY_FLOOR, ['--server', server, '--seconds', String(ctx.seconds)]);
     record(`floor_notify_${server}_per_s`, out?.emitsPerSecond);
     record(`floor_notify_${server}_us_per_emit`, out?.cpuUsPerEmit);

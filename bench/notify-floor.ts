@@ -6,8 +6,10 @@
  * sockets and reads, another is the emitter (100 keep-alive connections, one request at a time each, as wsload's
  * notify). No WebSocket, no protocol, no registry, no Redis: the gap between this and the gateway's node CPU per
  * emit is all the gateway's work, and `--server fastify` shows fastify's share (one route, its JSON body parser).
+ * `--server raw` reads HTTP/1.1 itself from plain `net` sockets (Content-Length bodies, keep-alive), as the gateway's
+ * emit fast path does (packages/gateway/src/http/fast-path.ts): what Node's HTTP server costs is the difference.
  *
- *   node bench/notify-floor.ts [--server http|fastify] [--seconds 10] [--json]
+ *   node bench/notify-floor.ts [--server http|fastify|raw] [--seconds 10] [--json]
  *
  * Prints the emits a second and the server's CPU per emit (user + kernel, µs) over the measured seconds (after 2 s
  * not counted); `--json`: as one JSON line, for `make bench`. Ports 26300-26301; stops by itself.
@@ -81,7 +83,39 @@ function deliver(sockets: Socket[], body: EmitBody): void {
   sockets[Number(body.eventData.recipientId)]!.write(`${json}${' '.repeat(Math.max(0, 150 - json.length))}`);
 }
 
+const HEAD_END = Buffer.from('\r\n\r\n');
+const RAW_ANSWER = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(ANSWER)}\r\n\r\n${ANSWER}`;
+
+/** The raw server's connection: each whole request (head, then Content-Length bytes of body) answered as it comes. */
+function answerRaw(sockets: Socket[], socket: Socket): void {
+  let unread: Buffer | undefined;
+  socket.on('error', () => {});
+  socket.on('data', (chunk: Buffer) => {
+    let bytes = unread ? Buffer.concat([unread, chunk]) : chunk;
+    unread = undefined;
+    for (;;) {
+      const headEnd = bytes.indexOf(HEAD_END);
+      const length = headEnd < 0 ? 0 : Number(/content-length:\s*(\d+)/i.exec(bytes.toString('latin1', 0, headEnd))?.[1]);
+      const end = headEnd + HEAD_END.length + length;
+      if (headEnd < 0 || bytes.length < end) {
+        unread = bytes;
+        return;
+      }
+      deliver(sockets, JSON.parse(bytes.toString('utf8', headEnd + HEAD_END.length, end)) as EmitBody);
+      socket.write(RAW_ANSWER);
+      if (bytes.length === end) return;
+      bytes = bytes.subarray(end);
+    }
+  });
+}
+
 async function listenHttp(kind: string, sockets: Socket[]): Promise<() => Promise<void>> {
+  if (kind === 'raw') {
+    const server = createServer((socket) => answerRaw(sockets, socket));
+    server.listen(HTTP_PORT, '127.0.0.1');
+    await once(server, 'listening');
+    return () => new Promise((resolve) => server.close(() => resolve()));
+  }
   if (kind === 'fastify') {
     const app = Fastify();
     app.post<{ Body: EmitBody }>('/emit', async (request, reply) => {

@@ -252,18 +252,19 @@ function floorSection(r: Results): string {
   if (f.floor_notify_http_per_s === undefined && f.floor_broadcast_last_ms === undefined) return '';
   const everyone = r.levels.at(-1)!.toLocaleString('en-US');
   const rows: Array<[string, ...Array<number | undefined>]> = [
-    ['one person each, unpaced: emits/s', f.floor_notify_http_per_s, f.floor_notify_fastify_per_s, ...TARGETS.map(([p]) => f[`${p}notify_person_per_s`])],
-    ['… the server\'s CPU per emit, µs (user + kernel)', f.floor_notify_http_us_per_emit, f.floor_notify_fastify_us_per_emit, ...TARGETS.map(([p]) => f[`${p}notify_person_us_per_emit`])],
-    ['… the same in the side-by-side pairs (median of the rounds)', undefined, undefined, ...TARGETS.map(([p]) => f[`${p}pairs_notify_person_us_per_emit`])],
-    [`one broadcast to ${everyone}: the last one told, median of ten, ms`, f.floor_broadcast_last_p50_ms, undefined, f.broadcast_18k_last_p50_ms, undefined, undefined],
-    ['… the slowest of the ten, ms', f.floor_broadcast_last_ms, undefined, f.broadcast_18k_last_ms, undefined, undefined],
+    ['one person each, unpaced: emits/s', f.floor_notify_http_per_s, f.floor_notify_fastify_per_s, f.floor_notify_raw_per_s, ...TARGETS.map(([p]) => f[`${p}notify_person_per_s`])],
+    ['… the server\'s CPU per emit, µs (user + kernel)', f.floor_notify_http_us_per_emit, f.floor_notify_fastify_us_per_emit, f.floor_notify_raw_us_per_emit, ...TARGETS.map(([p]) => f[`${p}notify_person_us_per_emit`])],
+    ['… the same in the side-by-side pairs (median of the rounds)', undefined, undefined, undefined, ...TARGETS.map(([p]) => f[`${p}pairs_notify_person_us_per_emit`])],
+    [`one broadcast to ${everyone}: the last one told, median of ten, ms`, f.floor_broadcast_last_p50_ms, undefined, undefined, f.broadcast_18k_last_p50_ms, undefined, undefined],
+    ['… the slowest of the ten, ms', f.floor_broadcast_last_ms, undefined, undefined, f.broadcast_18k_last_ms, undefined, undefined],
   ];
   return `
 ### This machine's floors
 
 Measured by \`make bench\` after the targets' own runs (floorScenario): a server that does no protocol work, on the
 same cores with the same kind of load: \`node bench/notify-floor.ts\`
-answers each emit (the gateway's body, 100 keep-alive connections, unpaced) and writes one 150-byte frame to the one
+answers each emit (the gateway's body, 100 keep-alive connections, unpaced) on node:http, on fastify, or reading
+HTTP/1.1 itself from plain sockets (as the gateway's emit fast path does), and writes one 150-byte frame to the one
 of 1,000 plain TCP sockets it names; \`node bench/floor.ts\` writes one 150-byte message to each of ${everyone}
 sockets from a plain \`net\` server, 128 at a time as the hub does, to three reader processes. No WebSocket, no
 tokens, no Redis. The floors time their own CPU over their measured seconds; a server's CPU per emit is the mean of
@@ -271,8 +272,8 @@ its samples (one a second) wholly inside its runs' measured seconds, over the em
 its runs. The floors run some minutes after the targets' own runs, and rates here swing that much from one
 minute to the next (above): read them as a level, not to the percent.
 
-| | floor: plain Node | floor: fastify | ${TARGETS.map(([, name]) => name).join(' | ')} |
-|---|---:|---:|${TARGETS.map(() => '---:|').join('')}
+| | floor: plain Node | floor: fastify | floor: own HTTP reader | ${TARGETS.map(([, name]) => name).join(' | ')} |
+|---|---:|---:|---:|${TARGETS.map(() => '---:|').join('')}
 ${rows.map(([label, ...values]) => `| ${label} | ${values.map(fmt).join(' | ')} |`).join('\n')}
 `;
 }

@@ -99,6 +99,12 @@ export function createMetrics() {
       help: 'NOTIFICATION frames written to sockets',
       registers,
     }),
+    fastPathHandOvers: new Counter({
+      name: 'herald_http_fast_path_handovers_total',
+      help: "Connections that began with a POST and went to Node's HTTP server (fastify), by reason: other_request (not an emit), http_form (chunked, Expect, a query, a header it does not take whole), body (not a plain JSON object of the emit's shape)",
+      labelNames: ['reason'],
+      registers,
+    }),
     refusals: new Counter({
       name: 'herald_refusals_total',
       help: 'Requests, frames and subscriptions refused, by error code',

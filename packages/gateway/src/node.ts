@@ -25,7 +25,8 @@ import { TableCatalogue } from './events/tables.ts';
 import { ConfigError } from './errors.ts';
 import { installErrorHandling } from './http/envelope.ts';
 import { healthRoutes } from './http/health.ts';
-import { systemApi } from './http/system-api.ts';
+import { EmitFastPath } from './http/fast-path.ts';
+import { emitFastRoute, emitPath, systemApi } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
 import { Hub } from './hub/hub.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -53,6 +54,7 @@ export class Gateway {
   readonly #dataSources: ReadonlyMap<string, DataSource>;
   readonly #admission: Admission;
   readonly #runners: CodeRunners;
+  readonly #fastPath: EmitFastPath | undefined;
   #ready = false;
 
   private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string) {
@@ -80,9 +82,15 @@ export class Gateway {
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
     });
+    const systemApiOptions = { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics };
+    if (config.server.emitFastPath) {
+      const { bodyLimit } = this.#app.initialConfig;
+      const route = emitFastRoute(systemApiOptions, this.#app.log);
+      this.#fastPath = new EmitFastPath({ path: emitPath(config.userPath), route, bodyLimit: bodyLimit!, metrics: this.metrics });
+    }
     this.#mount(transport, (app) => {
       const { authenticator, metrics } = this;
-      systemApi(app, { userPath: config.userPath, authenticator, catalogue, broker, metrics });
+      systemApi(app, systemApiOptions);
       tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics });
       healthRoutes(app, { metrics, ready: () => this.#ready && this.broker.ready() });
     });
@@ -165,6 +173,7 @@ export class Gateway {
     await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
     await this.#app.ready();
     this.#admission.install(this.#app.server);
+    this.#fastPath?.install(this.#app.server);
     // fastify passes its listen options on to Node's server.listen, whose reusePort its types do not list yet;
     // a copy, since fastify writes into them and the config is frozen.
     const listenOptions: FastifyListenOptions & { reusePort: boolean } = { ...this.config.server };
@@ -199,6 +208,7 @@ export class Gateway {
         session.socket.close(CloseCode.GOING_AWAY, 'node draining: reconnect');
       }
     }
+    this.#fastPath?.close();
     await this.#app.close();
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));

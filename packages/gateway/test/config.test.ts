@@ -60,7 +60,7 @@ describe('config', () => {
     // Without generators no person token exists, so nothing may bind to one.
     raw.events = { announcements: raw.events.announcements };
     const config = loadConfigFile(writeConfig(raw));
-    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0', reusePort: false, backlog: 4096 });
+    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0', reusePort: false, backlog: 4096, emitFastPath: true });
     assert.equal(config.websocket.maxSubscriptionsPerConnection, 100);
     assert.deepEqual(config.instances, {});
     assert.deepEqual(config.tokenGenerators, {});

@@ -1,5 +1,5 @@
 /** The system API's envelope, and one error handler that turns every failure into it. */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { ErrorCode, type Envelope, type WireError } from '@herald/protocol';
 import { GatewayError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
@@ -24,14 +24,30 @@ function asGatewayError(error: FastifyError): GatewayError {
   return new GatewayError('INTERNAL', 'internal error');
 }
 
+export interface Refusal {
+  statusCode: number;
+  body: Envelope<never>;
+  /** Seconds, for a Retry-After header: an unavailable fleet is temporary. */
+  retryAfterS: number | undefined;
+}
+
+/**
+ * What a failed call is answered, counted by its code (and logged when it is the node's own fault): fastify's error
+ * handler and the emit's fast path (fast-path.ts) answer alike.
+ */
+export function refusalOf(error: FastifyError, metrics: Metrics, log: FastifyBaseLogger): Refusal {
+  const gatewayError = asGatewayError(error);
+  if (gatewayError.code === ErrorCode.INTERNAL) log.error({ err: error }, 'request failed');
+  metrics.refusals.inc({ code: gatewayError.code });
+  const { statusCode } = gatewayError;
+  return { statusCode, body: failure(statusCode, [gatewayError.toWire()]), retryAfterS: statusCode === 503 ? 1 : undefined };
+}
+
 export function installErrorHandling(app: FastifyInstance, metrics: Metrics): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const gatewayError = asGatewayError(error);
-    if (gatewayError.code === ErrorCode.INTERNAL) request.log.error({ err: error }, 'request failed');
-    metrics.refusals.inc({ code: gatewayError.code });
-    // An unavailable fleet is temporary: tell the caller when to try again.
-    if (gatewayError.statusCode === 503) void reply.header('retry-after', '1');
-    return reply.code(gatewayError.statusCode).send(failure(gatewayError.statusCode, [gatewayError.toWire()]));
+    const { statusCode, body, retryAfterS } = refusalOf(error, metrics, request.log);
+    if (retryAfterS !== undefined) void reply.header('retry-after', String(retryAfterS));
+    return reply.code(statusCode).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
     const error = new GatewayError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`);

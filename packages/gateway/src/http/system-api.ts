@@ -1,11 +1,12 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
-import { ok } from './envelope.ts';
+import { ok, refusalOf } from './envelope.ts';
+import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
 
 export interface SystemApiOptions {
@@ -90,7 +91,7 @@ function tokenRequest(body: TokenBody): TokenRequest {
 }
 
 export function systemApi(app: FastifyInstance, options: SystemApiOptions): void {
-  const { authenticator, catalogue, broker, metrics } = options;
+  const { authenticator } = options;
   const prefix = `/api/system-api/${options.userPath}`;
 
   app.post<{ Body: TokenBody }>(`${prefix}/token`, { schema: { body: tokenBody } }, async (request) =>
@@ -109,28 +110,66 @@ export function systemApi(app: FastifyInstance, options: SystemApiOptions): void
     done();
   };
 
+  const emit = emitter(options);
   app.post<{ Body: EmitBody }>(
-    `${prefix}/emit-event-ws`,
+    emitPath(options.userPath),
     { schema: { body: emitBody }, onRequest: authenticate },
-    async (request) => {
-      const { name, eventData } = request.body;
-      catalogue.forEmit(name, request.apiUser as ApiUser);
-      metrics.emits.inc({ event: name });
-      let nodes: number;
-      try {
-        nodes = await broker.publish(name, eventData);
-      } catch (error) {
-        metrics.emitsFailed.inc();
-        throw error;
-      }
-      metrics.publishes.inc(nodes);
-      return ok({ name, nodes });
-    },
+    (request) => emit(request.apiUser as ApiUser, request.body),
   );
 }
 
+export const emitPath = (userPath: string): string => `/api/system-api/${userPath}/emit-event-ws`;
+
+/** One emit, once its caller is known and its body checked: the fastify route's and the fast path's. */
+function emitter({ catalogue, broker, metrics }: SystemApiOptions) {
+  return async (apiUser: ApiUser, { name, eventData }: EmitBody) => {
+    catalogue.forEmit(name, apiUser);
+    metrics.emits.inc({ event: name });
+    let nodes: number;
+    try {
+      nodes = await broker.publish(name, eventData);
+    } catch (error) {
+      metrics.emitsFailed.inc();
+      throw error;
+    }
+    metrics.publishes.inc(nodes);
+    return ok({ name, nodes });
+  };
+}
+
+/**
+ * The emit on the fast path: the body as the route's schema has it (else undefined: fastify answers it, coercing or
+ * refusing), the API token checked as its hook does, and every answer the same as fastify's, errors included.
+ */
+export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger): FastRoute {
+  const emit = emitter(options);
+  const { authenticator, metrics } = options;
+  const refused = (error: unknown): FastAnswer => {
+    const { statusCode, body, retryAfterS } = refusalOf(error as FastifyError, metrics, log);
+    return { statusCode, body: JSON.stringify(body), retryAfterS };
+  };
+  return ({ apiToken, body }) => {
+    const { name, eventData } = body;
+    if (typeof name !== 'string' || name.length === 0 || !isPlainObject(eventData)) return undefined;
+    let apiUser: ApiUser;
+    try {
+      apiUser = authenticator.verifyApiUser(requiredApiToken(apiToken));
+    } catch (error) {
+      return Promise.resolve(refused(error));
+    }
+    return emit(apiUser, { name, eventData }).then((envelope): FastAnswer => ({ statusCode: 200, body: JSON.stringify(envelope) }), refused);
+  };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 function apiTokenOf(request: FastifyRequest): string {
-  const token = tokenHeader(request, API_TOKEN_HEADER);
+  return requiredApiToken(tokenHeader(request, API_TOKEN_HEADER));
+}
+
+function requiredApiToken(token: string | undefined): string {
   if (token === undefined) {
     throw new GatewayError('TOKEN_MISSING', `the ${API_TOKEN_HEADER} header (the API user token) is required`);
   }
