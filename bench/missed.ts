@@ -91,33 +91,17 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
-    'At Node\'s floor for an HTTP call and a write (the floors above are measured in the same run). In the rerun ' +
-    'of 2026-12-02 03:42 UTC (`node bench/run.ts --only notify-person,floors`) the gateway\'s node spent 37.2 µs ' +
-    'per emit, a fastify server doing nothing but the call and the write 37.3 µs, a node:http one 33.9, and ' +
-    'Socket.IO\'s server 68.8 (1.85× ours; those runs are minutes apart, the ratio itself is the pairs\'). ' +
-    '`node bench/notify-floor.ts` answers the same unpaced emits ' +
-    '(the gateway\'s body, 100 keep-alive connections) with a server that does nothing but parse the body and write ' +
-    'a 150-byte frame to the one of 1,000 TCP sockets it names: no WebSocket, no protocol, no Redis. Alternated with ' +
-    'the gateway by hand on 2026-12-02 ~02:37 UTC (a fresh node on Redis and `wsload notify http://… --clients ' +
-    '1000 -c 100 -w 2 -d 15`, /proc/<pid>/stat around 10 s of it): node:http 30.5 and 33.8 µs of CPU per emit (kernel 18-20), fastify 30.4 and ' +
-    '32.5 µs, the gateway 34.4 and 33.6 µs at 28,623-29,386/s. Our whole protocol (the API token\'s check, the ' +
-    'catalogue, the registry read on Redis, the match, the frame, the metrics) costs 1-4 µs on top of the floor; the ' +
-    'rest is Node\'s HTTP server and the system calls (a read, then two writes: the answer and the frame; on ' +
-    'loopback each write also runs the receiving end\'s TCP). Socket.IO\'s server costs 48-97 µs per emit here depending on the minute ' +
-    '(48 in the pairs of 2026-12-02 01:10 UTC, 57 in those of 02:25, 65-97 by hand): 1.8× needs it at ≥ 1.8 × the ' +
-    'floor, so the ratio is met or missed by Socket.IO\'s phase. The pairs rerun of 2026-12-02 03:47 UTC (`--only ' +
-    'pairs`): 1.56× (1.30, 1.77, 1.86, 1.56, 1.56), the gateway\'s node 48.1 µs per emit and Socket.IO\'s server ' +
-    '70.5 in them; a gateway node after three 20-s churns costs what a fresh one does (by hand, alternated: 39.4, ' +
-    '39.1, 37.0 µs against 41.7, 38.1, 39.8), so the pairs\' higher cost is their surroundings (the other server and ' +
-    'its clients on the same cores) or the minute. The full run of 02:50 UTC: 1.70× (pairs ' +
-    '1.94, 1.70, 1.70, 1.50, 1.08; the gateway 16,239-27,284/s, Socket.IO 14,032-15,019/s, where the gateway\'s own ' +
-    'runs read 34,930/s). That of 01:50 UTC: 1.57× (five ' +
-    'rounds on servers churned first, pairedRatios: 1.21, 1.85, 1.57, 1.41, 1.93; the gateway 16,133-22,275/s at 89% ' +
-    'of a core, Socket.IO 11,342-14,983/s at 76% and its Redis 21%); the runs before, three rounds on fresh servers: ' +
-    '1.62× (01:10 UTC), 1.70× (00:30), 2.00× (2026-12-01 23:18); before the pairs, the ratio of medians 10-20 minutes ' +
-    'apart read 1.47-2.28×. Would close it: less than Node\'s HTTP server per call (an HTTP layer of our own on the ' +
-    'raw socket, leaving fastify), more than one core taking emits (a second node process on the port), or an emit ' +
-    'API that takes several notifications per call (which changes what is measured)',
+    'Node\'s HTTP server was half the node\'s CPU per emit, so plain emits are now read by the gateway itself ' +
+    '(src/http/fast-path.ts; anything else still goes to fastify). By hand on 2026-12-02 ~05:35 UTC (a fresh node on ' +
+    'Redis, `wsload notify http://… --clients 1000 -c 100 -w 2 -d 10`, /proc/<pid>/stat over 5 s, alternated): ' +
+    '29.1 and 31.3 µs per emit at 31,490-33,825/s with the fast path, 41.3 and 47.1 µs at 21,104-24,081/s without ' +
+    '(`server.emitFastPath: false`). The floors of the same kind (`node bench/notify-floor.ts`, 5 s each): an HTTP ' +
+    'reader of its own 18.9 µs, node:http 35.5. What is left above that floor (~10 µs) is the protocol: the registry ' +
+    'read on Redis (~15% of the profile with its promises), the match, the frame, the metrics. Socket.IO\'s server ' +
+    'costs 48-97 µs per emit here depending on the minute, and the ratio is the median of five side-by-side rounds ' +
+    'whose single rounds have read 1.08-1.94× before the fast path: a miss now is a round of Socket.IO\'s fast phase ' +
+    'against one of our slow ones. Would close it further: the registry read per emit (a node-local cache of the ' +
+    'routes, kept by the same Redis channel that carries the emits), or the emitter on other cores',
   paced_p99_ms:
     'The full run of 2026-12-02 01:50 UTC: 3.67 and 1.59 ms (the bare peer 1.37, Socket.IO 4.92), with the machine ' +
     '34% busy of 200 and nothing stolen. Met in the full runs of 2026-12-01 21:58 UTC (0.92 and 1.50 ms; Socket.IO 5.28 median, the bare peer 1.57) ' +
@@ -148,22 +132,21 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'At the machine\'s floor (the floors above are measured in the same run). `node bench/floor.ts` writes one 150-byte message to each of 18,000 loopback TCP ' +
-    'sockets from a plain `net` server, in chunks of 128 as the hub does (chunks of 18,000 read the same), to ' +
-    'three reader processes: no WebSocket, no protocol, no Redis. Its ten rounds\' last told, three runs on ' +
-    '2026-12-01 ~23:00 UTC: medians 190-234 ms, the slowest 242-256 ms, so the slowest of ten broadcasts is over ' +
-    '200 ms here with no work at all beside the writes. The gateway between two of those runs (`wsload notify ' +
-    'http://… --clients 18000 --per-worker 6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis): medians ' +
-    '226-300 ms; in the full run of 2026-12-02 02:50 UTC 252 ms (median 194), the floor measured in the same run ' +
-    '315 ms (median 210); in that of 01:50 UTC 299 ms (median 271), the rerun of 01:10 UTC 334 ms (median 244), the full run of 00:30 UTC 432 ms (median ' +
-    '306, in the slow phase of its gateway runs), that of 2026-12-01 21:58 UTC 322 ms (median 249). Per ' +
-    'broadcast the node spends 20-40 ms in user space and 150-230 ms in the kernel (/proc/<pid>/stat every 10 ' +
-    'ms): each write system call also runs the receiving socket\'s TCP and wakes its reader, 8-13 µs a recipient ' +
-    '(`perf record -g -p <node>`: 74% of the node\'s samples in the kernel, 37% the receiving sockets\' TCP, a ' +
-    'third of that the wakeups), and no system call writes to many TCP sockets at once. Writing each frame at ' +
-    'once instead of corked until the turn\'s end cost no less (the node\'s CPU over the 10 broadcasts and the ' +
-    'leave: 3.7-3.9 s, against 3.0-3.6 s corked). Would close it: the load generators on other machines (the ' +
-    'receiving ends\' TCP and reads then run there), or the fan-out spread over more cores',
+    'At the machine\'s floor, once the floor writes in the gateway\'s order. On loopback each write also runs the ' +
+    'reader\'s TCP and, when the reader sleeps, wakes it (an IPI to the other vCPU, dear in a VM). wsload\'s three ' +
+    'workers connect side by side, so the hub\'s subscribers alternate between them and nearly every write wakes ' +
+    'one: `perf record -g -p <node>` during the broadcasts (2026-12-02 ~06:05 UTC) put 22% of the node\'s samples ' +
+    'in those wakeups (sock_def_readable, from the write), against 11% for a floor writing one reader\'s sockets ' +
+    'after another, as `bench/floor.ts` did until now. Same machine, same minutes: `node bench/floor.ts --order ' +
+    'grouped` median 114-129 ms, slowest 143-166; `--order interleaved` (the default now, as wsload\'s workers ' +
+    'arrive) median 189-213, slowest 214-245; the gateway (`wsload notify http://… --clients 18000 --per-worker ' +
+    '6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis) median 188-206, slowest 216-254, and with the 18,000 in ' +
+    'one wsload process (`--per-worker 19000`) median 172, slowest 211-239. Per broadcast the node spends 30-70 ms ' +
+    'in user space and 110-210 in the kernel (/proc/<pid>/stat every 5 ms); writing each frame at once instead of ' +
+    'corked until the turn\'s end changed neither (alternated, 2 × 9 broadcasts). The first broadcasts of the run ' +
+    'are the slowest: the 100 one-person emits a second of person_during_broadcast_ms run during them. Would close ' +
+    'it: the load generators on other machines (the readers\' TCP and wakeups then run there, as in the reference\'s ' +
+    'runs), or clients that reach the node grouped by load process (the grouped floor above)',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
     '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +
