@@ -192,7 +192,11 @@ export class Gateway {
    */
   async close(): Promise<void> {
     this.#ready = false;
-    if (this.config.server.reusePort) this.#app.server.close();
+    if (this.config.server.reusePort) {
+      // As Node's server ends its idle keep-alive connections on close: a back end's next emit then reaches the successor.
+      this.#app.server.close();
+      this.#fastPath?.close();
+    }
     this.#admission.close();
     await this.broker.close();
     const { batchSize, batchIntervalMs } = this.config.drain;

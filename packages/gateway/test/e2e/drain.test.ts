@@ -3,7 +3,23 @@ import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
+import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
+import { emitRequest, RawHttp } from '../support/raw-http.ts';
+
+/** A keep-alive emit connection that the kernel gave to `node` (of the nodes sharing its port). */
+async function emitConnectionTo(node: TestNode, token: string): Promise<RawHttp> {
+  const port = Number(new URL(node.http).port);
+  const body = JSON.stringify({ name: 'announcements', eventData: {} });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const before = await metric(node, 'herald_emits_total', { event: 'announcements' });
+    const client = new RawHttp(port);
+    client.write(emitRequest(token, body));
+    assert.equal((await client.next()).status, 200);
+    if ((await metric(node, 'herald_emits_total', { event: 'announcements' })) > before) return client;
+    client.socket.destroy();
+  }
+  throw new Error('the kernel gave the node none of 200 connections');
+}
 
 test('close(): /readyz 503 at once, upgrades refused with 503, clients closed with 1001 in batches', async () => {
   const node = await startNode((raw) => {
@@ -48,8 +64,11 @@ test('server.reusePort: a successor shares the port, and every client that arriv
     held.push(await TestSocket.connect(first, token));
   }
   const toldToLeave = first.gateway.hub.sessions.size;
+  const emitter = await emitConnectionTo(first, token);
 
   const drained = first.close();
+  // Its idle keep-alive connection ends as it stops listening, as Node's server's do: the next emit reaches the successor.
+  assert.equal(await Promise.race([emitter.closed.then(() => 'closed'), drained.then(() => 'drained')]), 'closed');
   // Without the early stop, about half of these would reach the draining node and be refused with 503.
   const arrivals = await Promise.all(Array.from({ length: 12 }, () => TestSocket.connect(first, token)));
   assert.ok(first.gateway.hub.sessions.size > 0, 'the first node was still draining while they arrived');

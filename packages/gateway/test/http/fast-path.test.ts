@@ -4,73 +4,12 @@
  * close with the node.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { GatewayError } from '../../src/errors.ts';
 import { apiToken, metric, onEvent, startNode, TestSocket, type RawConfig, type TestNode } from '../support/gateway.ts';
-
-const EMIT_PATH = '/api/system-api/bench/emit-event-ws';
-
-interface RawResponse {
-  status: number;
-  /** The head's lines after the status line, Date left out. */
-  headers: string[];
-  body: string;
-}
-
-/** One raw HTTP/1.1 connection: writes bytes as given, reads responses by their Content-Length. */
-class RawHttp {
-  readonly socket: Socket;
-  readonly closed: Promise<void>;
-  #bytes = Buffer.alloc(0);
-  #wake: (() => void) | undefined;
-
-  constructor(port: number) {
-    this.socket = connect({ port, host: '127.0.0.1', noDelay: true });
-    this.socket.on('data', (chunk: Buffer) => {
-      this.#bytes = Buffer.concat([this.#bytes, chunk]);
-      this.#wake?.();
-    });
-    this.closed = once(this.socket, 'close').then(() => this.#wake?.());
-  }
-
-  write(text: string): void {
-    this.socket.write(text);
-  }
-
-  async next(): Promise<RawResponse> {
-    for (;;) {
-      const response = this.#take();
-      if (response) return response;
-      if (this.socket.destroyed) throw new Error(`the connection closed; unread: ${this.#bytes.toString()}`);
-      await new Promise<void>((resolve) => (this.#wake = resolve));
-    }
-  }
-
-  #take(): RawResponse | undefined {
-    const headEnd = this.#bytes.indexOf('\r\n\r\n');
-    if (headEnd < 0) return undefined;
-    const [statusLine, ...lines] = this.#bytes.toString('latin1', 0, headEnd).split('\r\n');
-    const length = Number(lines.find((line) => /^content-length:/i.test(line))?.split(':')[1] ?? 0);
-    const end = headEnd + 4 + length;
-    if (this.#bytes.length < end) return undefined;
-    const body = this.#bytes.toString('utf8', headEnd + 4, end);
-    this.#bytes = this.#bytes.subarray(end);
-    return { status: Number(statusLine!.split(' ')[1]), headers: lines.filter((line) => !/^date:/i.test(line)), body };
-  }
-}
-
-function request(head: string, body = ''): string {
-  return `${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-}
-
-function emitRequest(token: string | undefined, body: string, extra = ''): string {
-  const auth = token === undefined ? '' : `\r\nx-am-authorization: ${token}`;
-  return request(`POST ${EMIT_PATH} HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json${auth}${extra}`, body);
-}
+import { EMIT_PATH, emitRequest, RawHttp, request } from '../support/raw-http.ts';
 
 const emitBody = (name: string, eventData: unknown = { recipientId: '7' }): string => JSON.stringify({ name, eventData });
 
@@ -158,6 +97,16 @@ describe('the emit fast path', () => {
     assert.ok(unavailable.headers.includes('retry-after: 1'), unavailable.headers.join(' | '));
   });
 
+  test('a WebSocket client\'s socket keeps nothing of it: no timer, kept for the life of the connection', async () => {
+    const before = new Set(fast.gateway.hub.sessions);
+    const client = await TestSocket.connect(fast, token);
+    const session = [...fast.gateway.hub.sessions].find((each) => !before.has(each))!;
+    const tcp = (session.socket as unknown as { _socket: Record<symbol, unknown> })._socket;
+    const timers = Object.getOwnPropertySymbols(tcp).filter((key) => (tcp[key] as object | null)?.constructor?.name === 'Timeout');
+    assert.deepEqual(timers, []);
+    await client.close();
+  });
+
   test('delivers, and keeps the connection for the next call', async () => {
     const listener = await TestSocket.connect(fast, token);
     await listener.register(onEvent('announcements', { recipientId: 'fast-1' }));
@@ -177,6 +126,7 @@ describe('the emit fast path', () => {
   test('a request in pieces, and pipelined requests, are answered in order; another route on the same connection goes to fastify', async () => {
     const client = new RawHttp(portOf(fast));
     const call = emitRequest(token, emitBody('order-updates'));
+    // Apart in time so that they come in separate reads; nothing on the server tells when a piece has been read.
     for (const piece of [call.slice(0, 7), call.slice(7, 60), call.slice(60, -5), call.slice(-5)]) {
       client.write(piece);
       await new Promise((resolve) => setTimeout(resolve, 5));
