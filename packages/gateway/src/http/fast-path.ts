@@ -80,7 +80,11 @@ interface Owner {
   readonly route: FastRoute;
   readRequest(bytes: Buffer): Reading;
   forget(connection: PlainConnection): void;
-  /** Give the socket, and `unread` (bytes read but not answered), to Node's server. */
+  /**
+   * Give the socket, and `unread` (bytes read but not answered), to Node's server. Its listeners go on first, then
+   * `unread` goes back in front of whatever the socket holds: a flowing socket hands it to them at once, a socket this
+   * reader paused keeps it first in line until resumed.
+   */
   handOver(socket: Socket, unread: Buffer | undefined, reason: HandOverReason | undefined): void;
 }
 
@@ -107,10 +111,10 @@ export class EmitFastPath {
       forget: (connection) => this.#connections.delete(connection),
       handOver(socket, unread, reason) {
         if (reason !== undefined) metrics.fastPathHandOvers.inc({ reason });
-        socket.pause();
-        if (unread !== undefined) socket.unshift(unread);
+        const paused = socket.isPaused();
         for (const listener of listeners) listener.call(server, socket);
-        socket.resume();
+        if (unread !== undefined) socket.unshift(unread);
+        if (paused) socket.resume();
       },
     };
     server.on('connection', (socket: Socket) => this.#accept(socket, owner));
@@ -130,6 +134,7 @@ export class EmitFastPath {
   #accept(socket: Socket, owner: Owner): void {
     const silent = setTimeout(() => socket.destroy(), owner.server.headersTimeout).unref();
     const first = (chunk: Buffer): void => {
+      socket.removeListener('data', first);
       socket.removeListener('error', ignore);
       clearTimeout(silent);
       if (chunk[0] !== POST) return owner.handOver(socket, chunk, undefined);
@@ -138,7 +143,7 @@ export class EmitFastPath {
       connection.read(chunk);
     };
     socket.on('error', ignore);
-    socket.once('data', first);
+    socket.on('data', first);
   }
 
   /** One request from the start of `bytes`: taken, incomplete so far, or not this reader's (and why). */
