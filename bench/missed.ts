@@ -23,37 +23,21 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'The full run of 2026-12-01 07:21 UTC: 4,702 and 4,790/s (1.96× Socket.IO), the bare peer 7,705 and 7,212/s. ' +
-    'That of 06:48 UTC: 4,765 and 5,221/s (2.31× Socket.IO), the bare peer 7,776 and 6,377/s; ' +
-    'that of 06:11 UTC 5,033 and 4,864/s beside a bare peer at 6,066 and 6,422/s: the gateway at 70-79% of the ' +
-    'floor, against 57% at 04:44 (4,392 against 7,720/s), since route writes leave at most one batch a millisecond ' +
-    '(broker/redis/write-queue.ts): the node\'s CPU per churned client 219 against 247 µs by hand (three runs each, ' +
-    'alternated); `node bench/run.ts --only churn` read 5,422/s beside a bare peer at 8,638/s. 6,000/s still needs ' +
-    '~25% less per client. ' +
-    'The node\'s one core is the limit. In "Where the CPU went" the gateway sits at ~97% of a core through its ' +
-    'churn while the machine still has some left (full run of 2026-12-01 02:45 UTC: gateway 98%, 32 of it in the ' +
-    'kernel; wsload 63; Redis 16; machine 178 of 200). The bare peer, driven by the same wire clients, churns ' +
-    '9,030/s with its server at 92%: the gap is our protocol work per client. By hand (fresh node on Redis, `wsload churn ws://… -c 100 -d 10 --register ' +
-    'announcements --per-client --tokens both`, /proc/<pid>/stat around the run): the node spends 171 µs per ' +
-    'client in user space and 85 µs in the kernel, ~3,900 clients a second for a core; 6,000/s needs ≤ 167 µs. The ' +
-    'kernel part is ~17 system calls per client (`strace -c -f -p <node>` for 3 s of the churn): 3 writevs (the ' +
-    '101 with CONNECTED, the REGISTER reply, the close frame), a write to Redis, 5 reads, accept4, TCP_NODELAY, ' +
-    'shutdown, close and epoll\'s; on loopback each write also runs the receiving end\'s TCP. The user part has no ' +
-    'single hot spot (`--cpu-prof`): Node\'s HTTP parser and upgrade ~5%, ws\'s handshake (its SHA-1) ~4%, ' +
-    'ioredis ~4%, ours ~10%, GC ~3%. wsload\'s clients are plain TCP sockets speaking WebSocket (loadgen/src/' +
-    'wire.ts): 79 µs user + 90 µs kernel per client. Person tokens kept by their text, the bucket bit no longer ' +
-    'cleared and set again (+4-13%) and the Redis commands of a turn in one write each took a little; the same ' +
-    'churn on one shared route (the can-connect no-code run: no Redis write per client) reads 4,700-6,250/s, so the ' +
-    'two Redis scripts per client are part of it. Would close it: less per client on the node, which means a leaner upgrade than Node\'s ' +
-    'HTTP server and ws (a handshake read off the raw socket), or the churn on more than one core (a second process ' +
-    'on the port, as the restart\'s SO_REUSEPORT allows, is another node of the fleet). Route removals now wait ' +
-    '10 ms and leave together (broker/redis/broker.ts): 258 against 275 µs of the node per client by hand, ' +
-    'alternated; the route writes without Promise.all where one command is all, 41 KB allocated per client against ' +
-    '44.6. The full run of 2026-12-01 04:44 UTC, on that code: 4,477 and 4,307/s (2.05× Socket.IO). That of 04:10 UTC (5 s of warm-up not counted, as the published methodology; the ' +
-    'machine in a slow phase: Socket.IO 1,753 and 1,850/s, bare 6,726 and 7,706/s): 3,426 and 3,106/s. That of 03:29 UTC: 3,313 and 4,396/s, its first run slow all through with ' +
-    'the node at ~100% of its core (302 µs per client against 227 in the second); by hand on fresh nodes, after ' +
-    'a fill of 18,000 had left or not, a first and a second 20-s churn agree (4,136 and 4,250, 4,237 and 4,074, ' +
-    '3,719 and 4,072/s). The full run of 02:45 UTC: 4,101 and 3,959/s; earlier full runs 3,305-4,704/s.',
+    'Around the target in this machine\'s slow phase for connections. 2026-12-02: the full run of 05:49 UTC read ' +
+    '6,083 and 6,050/s, the rerun of 07:07 (`--only memory,churn,pairs`) 5,689 and 5,764/s while its side-by-side ' +
+    'rounds read 6,069-6,599/s (2.23× Socket.IO); Socket.IO\'s own churn fell from ~3,430 to ~2,800/s the same way. ' +
+    'The full run of 2026-12-02 02:50 UTC had read 10,102/s on the same code but the emit fast path. That fast path ' +
+    'reads each connection\'s first bytes before Node\'s HTTP server does (src/http/fast-path.ts): 2.0 µs more per ' +
+    'upgrade on a bare Node HTTP server (36.6 against 38.8 µs, a script alternating the two, three rounds of 20,000 ' +
+    'upgrades each), but the gateway at HEAD against the commit before it read 5,476-6,095/s against 6,072-6,335/s by ' +
+    'hand (five pairs, alternated, `wsload churn ws://… -c 100 -w 3 -d 10 --register announcements --per-client ' +
+    '--tokens both`; the node 169-200 against 156-183 µs per client): 5-7%, more than the script shows, and not found ' +
+    'in the CPU profiles, whose differences spread over every function. `server.emitFastPath: false` gives it back. ' +
+    'The node\'s one core is the limit: a third of its time per client is the kernel\'s (~17 system calls; on ' +
+    'loopback each write also runs the receiving end\'s TCP and wakes its reader), the rest spread over Node\'s ' +
+    'HTTP parser and upgrade, ws\'s handshake (its SHA-1), ioredis, ours and GC with no single hot spot. Would ' +
+    'close it: a handshake read off the raw socket, leaner than Node\'s HTTP server and ws; or the churn on more ' +
+    'than one core (a second process on the port, as the restart\'s SO_REUSEPORT allows, is another node)',
   churn_subscribe_vs_socketio:
     'The full run of 2026-12-01 04:10 UTC: 1.81× (3,266 against 1,801/s); that of 03:29 UTC: 1.69× (3,854 against 2,285/s); that of 02:45 UTC: 1.78× (4,030 against 2,266/s). The full runs before it read 1.73-2.51×, ' +
     'but there Socket.IO\'s first churn ran at half speed: peer-load bound each churn client to a source address ' +
@@ -91,6 +75,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'client. Would close it for good: fewer system calls per emit (the HTTP answer and the frame are one each, ' +
     'and Redis\'s share is one per turn already), or the emitter on other cores.',
   notify_person_vs_socketio:
+    'Met in the full run of 2026-12-02 05:49 UTC, the first with the fast path: 2.25× (rounds 2.28, 2.15, 2.46, 2.12, ' +
+    '2.25; the gateway 29,899-34,092/s at 29.3 µs per emit, Socket.IO 13,511-14,875/s at 71.5). ' +
     'Node\'s HTTP server was half the node\'s CPU per emit, so plain emits are now read by the gateway itself ' +
     '(src/http/fast-path.ts; anything else still goes to fastify). By hand on 2026-12-02 ~05:35 UTC (a fresh node on ' +
     'Redis, `wsload notify http://… --clients 1000 -c 100 -w 2 -d 10`, /proc/<pid>/stat over 5 s, alternated): ' +
@@ -132,7 +118,9 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'At the machine\'s floor, once the floor writes in the gateway\'s order. On loopback each write also runs the ' +
+    'At the machine\'s floor, once the floor writes in the gateway\'s order. The full run of 2026-12-02 05:49 UTC: ' +
+    'the gateway 204 ms (median 181; in order 204, 196, 188, 181, 196, 189, 177, 174, 181, 174), the interleaved floor ' +
+    'of the same run 213 ms (median 180). On loopback each write also runs the ' +
     'reader\'s TCP and, when the reader sleeps, wakes it (an IPI to the other vCPU, dear in a VM). wsload\'s three ' +
     'workers connect side by side, so the hub\'s subscribers alternate between them and nearly every write wakes ' +
     'one: `perf record -g -p <node>` during the broadcasts (2026-12-02 ~06:05 UTC) put 22% of the node\'s samples ' +
