@@ -26,13 +26,14 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'Around the target in this machine\'s slow phase for connections. 2026-12-02: the full run of 05:49 UTC read ' +
     '6,083 and 6,050/s, the rerun of 07:07 (`--only memory,churn,pairs`) 5,689 and 5,764/s while its side-by-side ' +
     'rounds read 6,069-6,599/s (2.23× Socket.IO); Socket.IO\'s own churn fell from ~3,430 to ~2,800/s the same way. ' +
-    'The full run of 2026-12-02 02:50 UTC had read 10,102/s on the same code but the emit fast path. That fast path ' +
+    'The full run of 2026-12-02 02:50 UTC, on the code before the emit fast path, had read 10,102/s. The fast path ' +
     'reads each connection\'s first bytes before Node\'s HTTP server does (src/http/fast-path.ts): 2.0 µs more per ' +
     'upgrade on a bare Node HTTP server (36.6 against 38.8 µs, a script alternating the two, three rounds of 20,000 ' +
-    'upgrades each), but the gateway at HEAD against the commit before it read 5,476-6,095/s against 6,072-6,335/s by ' +
-    'hand (five pairs, alternated, `wsload churn ws://… -c 100 -w 3 -d 10 --register announcements --per-client ' +
-    '--tokens both`; the node 169-200 against 156-183 µs per client): 5-7%, more than the script shows, and not found ' +
-    'in the CPU profiles, whose differences spread over every function. `server.emitFastPath: false` gives it back. ' +
+    'upgrades each), and 1-2% of the node\'s CPU per churned client (`wsload churn ws://… -c 100 -w 3 -d 10 ' +
+    '--register announcements --per-client --tokens both`, /proc/<pid>/stat, four alternated pairs each: ' +
+    '`server.emitFastPath` on 151-160 µs against off 147-156; HEAD against the commit before the fast path 154-164 ' +
+    'against 150-163). A first set of five pairs, in a noisier minute, had read 5-7%. ' +
+    '`server.emitFastPath: false` gives it back. ' +
     'The node\'s one core is the limit: a third of its time per client is the kernel\'s (~17 system calls; on ' +
     'loopback each write also runs the receiving end\'s TCP and wakes its reader), the rest spread over Node\'s ' +
     'HTTP parser and upgrade, ws\'s handshake (its SHA-1), ioredis, ours and GC with no single hot spot. Would ' +
