@@ -3,7 +3,7 @@
  * end makes tens of thousands of times a second. A request that is a plain emit (POST to the emit path, HTTP/1.1,
  * a JSON body with Content-Length, nothing unusual in its head) is answered here, on the connection it came on: one
  * read and one write, no IncomingMessage, ServerResponse, fastify request, reply or hooks. Node's server cost
- * ~16 µs of the node's ~37 µs per unpaced emit (`node bench/notify-floor.ts --server http` against `--server lean`).
+ * ~16 µs of the node's ~37 µs per unpaced emit (`node bench/notify-floor.ts --server http` against `--server raw`).
  *
  * Everything else goes to Node's server, and fastify answers it as before: a connection whose first bytes are not a
  * POST (every WebSocket upgrade) at once, and a connection whose next request is not a plain emit with the bytes read
