@@ -15,7 +15,8 @@ const fail = (code: ErrorCode, message: string): { ok: false; errors: WireError[
   errors: [{ code, message }],
 });
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
+/** A JSON object: not null, not an array. */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function parseClientFrame(text: string): Parsed<RawClientFrame> {

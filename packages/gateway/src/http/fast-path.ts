@@ -14,7 +14,9 @@
  */
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
+import { API_TOKEN_HEADER } from './headers.ts';
 
 /** What the fast path takes from a request for its route. */
 export interface FastCall {
@@ -191,7 +193,7 @@ function headFields(lines: string): HeadFields | undefined {
         if (contentLength !== undefined || !DIGITS.test(value)) return undefined;
         contentLength = Number(value);
         break;
-      case 'x-am-authorization':
+      case API_TOKEN_HEADER:
         if (apiToken !== undefined) return undefined;
         apiToken = value;
         break;
@@ -234,7 +236,7 @@ function plainJsonObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return isRecord(value) ? value : undefined;
 }
 
 /** A connection answered here, one request at a time, until it closes or goes to Node's server. */

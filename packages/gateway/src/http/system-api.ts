@@ -1,5 +1,6 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isRecord } from '@herald/protocol';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
@@ -150,7 +151,7 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
   };
   return ({ apiToken, body }) => {
     const { name, eventData } = body;
-    if (typeof name !== 'string' || name.length === 0 || !isPlainObject(eventData)) return undefined;
+    if (typeof name !== 'string' || name.length === 0 || !isRecord(eventData)) return undefined;
     let apiUser: ApiUser;
     try {
       apiUser = authenticator.verifyApiUser(requiredApiToken(apiToken));
@@ -159,10 +160,6 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     }
     return emit(apiUser, { name, eventData }).then((envelope): FastAnswer => ({ statusCode: 200, body: JSON.stringify(envelope) }), refused);
   };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function apiTokenOf(request: FastifyRequest): string {

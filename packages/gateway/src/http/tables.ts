@@ -4,6 +4,7 @@
  * save notifies nobody. Routes only translate: access is the TableCatalogue's, storage the DataSource's.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isRecord } from '@herald/protocol';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import type { DataSource, Filter, Row } from '../data/data-source.ts';
@@ -26,8 +27,6 @@ export interface TablesOptions {
   metrics: Metrics;
 }
 
-const isRow = (value: unknown): value is Row => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 function parseFind(find: unknown): Filter | undefined {
   if (find === undefined) return undefined;
   let parsed: unknown;
@@ -36,13 +35,13 @@ function parseFind(find: unknown): Filter | undefined {
   } catch {
     parsed = undefined;
   }
-  if (!isRow(parsed)) throw new GatewayError('BAD_REQUEST', 'querystring/find must be a JSON object, e.g. find={"country":"India"}');
+  if (!isRecord(parsed)) throw new GatewayError('BAD_REQUEST', 'querystring/find must be a JSON object, e.g. find={"country":"India"}');
   return parsed as Filter; // the data source checks what is in it (data/filter.ts)
 }
 
 function rowsOf(body: unknown): Row[] {
   const rows = Array.isArray(body) ? body : [body];
-  if (rows.length === 0 || rows.length > MAX_ROWS_PER_SAVE || !rows.every(isRow)) {
+  if (rows.length === 0 || rows.length > MAX_ROWS_PER_SAVE || !rows.every(isRecord)) {
     throw new GatewayError('BAD_REQUEST', `body must be a row (an object) or an array of 1 to ${MAX_ROWS_PER_SAVE} rows`);
   }
   return rows;

@@ -9,7 +9,7 @@ import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { GatewayError } from '../../src/errors.ts';
 import { apiToken, metric, onEvent, startNode, TestSocket, type RawConfig, type TestNode } from '../support/gateway.ts';
-import { EMIT_PATH, emitRequest, RawHttp, request } from '../support/raw-http.ts';
+import { EMIT_PATH, emitRequest, RawHttp, request, type RawResponse } from '../support/raw-http.ts';
 
 const emitBody = (name: string, eventData: unknown = { recipientId: '7' }): string => JSON.stringify({ name, eventData });
 
@@ -72,6 +72,7 @@ describe('the emit fast path', () => {
       emitRequest(token, emitBody('order-updates'), '\r\nConnection: keep-alive\r\nX-Other: 1'),
     ];
     const before = await handOvers(fast);
+    const unavailable: RawResponse[] = [];
     for (const down of [false, true]) {
       for (const broker of brokers) broker.down = down;
       for (const call of calls) {
@@ -83,21 +84,17 @@ describe('the emit fast path', () => {
           return answer;
         }));
         assert.deepEqual(answers[0], answers[1], call);
+        if (answers[0]!.status === 503) unavailable.push(answers[0]!);
       }
     }
+    for (const broker of brokers) broker.down = false;
     assert.deepEqual(await handOvers(fast), before);
-    const unavailable = await (async () => {
-      brokers[0]!.down = true;
-      const client = new RawHttp(portOf(fast));
-      client.write(emitRequest(token, emitBody('order-updates')));
-      return client.next().finally(() => client.socket.destroy());
-    })();
-    brokers[0]!.down = false;
-    assert.equal(unavailable.status, 503);
-    assert.ok(unavailable.headers.includes('retry-after: 1'), unavailable.headers.join(' | '));
+    // The valid calls, with Redis gone: both the plain one and the one with more headers.
+    assert.equal(unavailable.length, 2);
+    for (const answer of unavailable) assert.ok(answer.headers.includes('retry-after: 1'), answer.headers.join(' | '));
   });
 
-  test('a WebSocket client\'s socket keeps nothing of it: no timer, kept for the life of the connection', async () => {
+  test('a WebSocket client\'s socket keeps no timer of it for the life of the connection', async () => {
     const before = new Set(fast.gateway.hub.sessions);
     const client = await TestSocket.connect(fast, token);
     const session = [...fast.gateway.hub.sessions].find((each) => !before.has(each))!;
