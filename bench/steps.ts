@@ -1,0 +1,39 @@
+/** The load runs the targets' own scenarios and the side-by-side pairs share: churn and the four notify runs. */
+import { CHURN_S, CHURN_WARMUP_S, NOTIFY_CLIENTS, NOTIFY_S, NOTIFY_WARMUP_S, PACED_S, prefix, sampler, type Step, type Target } from './suite.ts';
+
+/**
+ * The server's CPU per emit over a notify run's measured seconds: its samples wholly inside them (one a second, each
+ * over the second before it), their mean share of a core, over the emits answered a second. Undefined without them.
+ */
+export function usPerEmit(t: Target, r: Record<string, any>): number | undefined {
+  const { from, to } = (r.window ?? {}) as { from?: number; to?: number };
+  const emitsPerSecond = r.rates?.emitsPerSecond as number | undefined;
+  if (from === undefined || to === undefined || !emitsPerSecond) return undefined;
+  const shares = sampler.samples.filter((s) => s.t - 1000 >= from && s.t <= to && s.procs[t.name]).map((s) => s.procs[t.name]!.cpuPct);
+  return shares.length === 0 ? undefined : (shares.reduce((a, b) => a + b, 0) / shares.length) * 1e4 / emitsPerSecond;
+}
+
+/** Scenario 3's runs (and 4's, with `figure` naming them apart): one person each, unpaced and at 1,000/s; a broadcast to the 1,000 listeners, unpaced and 5/s. */
+export function notifySteps(t: Target, figure: (name: string) => string): Step[] {
+  const listeners = ['--clients', String(NOTIFY_CLIENTS), '-c', '100', '-w', String(NOTIFY_WARMUP_S)];
+  const notify = (seconds: number, ...extra: string[]): string[] => (t.name === 'gateway'
+    ? ['notify', `http://127.0.0.1:${t.port}`, ...listeners, '-d', String(seconds), ...extra]
+    : ['notify', t.name, `ws://127.0.0.1:${t.port}`, ...listeners, '-d', String(seconds), ...extra]);
+  const rate = (r: Record<string, any>): number | undefined => r.rates?.notificationsPerSecond;
+  const delivery = (r: Record<string, any>): Record<string, number> | undefined => r.latency?.delivery;
+  return [
+    ['notify-person', notify(NOTIFY_S), (r) => ({ [figure('notify_person_per_s')]: rate(r), [figure('notify_person_us_per_emit')]: usPerEmit(t, r) })],
+    ['broadcast-1k', notify(NOTIFY_S, '--broadcast'), (r) => ({ [figure('broadcast_1k_per_s')]: rate(r) })],
+    ['notify-paced', notify(PACED_S, '-R', '1000'), (r) => ({ [figure('paced_p50_ms')]: delivery(r)?.p50, [figure('paced_p99_ms')]: delivery(r)?.p99 })],
+    ['broadcast-paced', notify(NOTIFY_S, '--broadcast', '-R', '5'), (r) => ({ [figure('broadcast_paced_p50_ms')]: delivery(r)?.p50, [figure('broadcast_paced_last_ms')]: delivery(r)?.max })],
+  ];
+}
+
+/** Scenario 2's run: both tokens, REGISTER, leave, 100 at a time. */
+export function churnStep(t: Target, figure = (name: string): string => `${prefix(t)}${name}`): Step {
+  const ws = `ws://127.0.0.1:${t.port}`;
+  const args = t.name === 'gateway'
+    ? ['churn', ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S), '--register', 'announcements', '--per-client', '--tokens', 'both']
+    : ['churn', t.name, ws, '-c', '100', '-w', String(CHURN_WARMUP_S), '-d', String(CHURN_S)];
+  return ['churn', args, (r) => ({ [figure('churn_subscribe_per_s')]: r.rates?.clientsPerSecond })];
+}
