@@ -23,7 +23,8 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'ours ~0.5 KB (session, route, bucket, subscription, person). Listener tables were taken out of dictionary mode ' +
     '(−0.22 KB); the rest is ws\'s per-socket Receiver and Sender and Node\'s socket.',
   churn_subscribe_per_s:
-    'Around the target in this machine\'s slow phase for connections. 2026-12-02: the full run of 05:49 UTC read ' +
+    'Around the target in this machine\'s slow phase for connections, met outside it: the full runs of 2026-12-02 ' +
+    '07:41 and 08:30 UTC read 6,548/6,556 and 7,136/7,077/s (Socket.IO 2,948 and 3,052). Earlier that day, the full run of 05:49 UTC read ' +
     '6,083 and 6,050/s, the rerun of 07:07 (`--only memory,churn,pairs`) 5,689 and 5,764/s while its side-by-side ' +
     'rounds read 6,069-6,599/s (2.23× Socket.IO); Socket.IO\'s own churn fell from ~3,430 to ~2,800/s the same way. ' +
     'The full run of 2026-12-02 02:50 UTC, on the code before the emit fast path, had read 10,102/s. The fast path ' +
@@ -119,23 +120,23 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'miss now would be the machine\'s phase: see the bare and Socket.IO peers of the same run',
   broadcast_1k_vs_socketio: 'See broadcast_1k_per_s.',
   broadcast_18k_last_ms:
-    'At the machine\'s floor, once the floor writes in the gateway\'s order. The full run of 2026-12-02 05:49 UTC: ' +
-    'the gateway 204 ms (median 181; in order 204, 196, 188, 181, 196, 189, 177, 174, 181, 174), the interleaved floor ' +
-    'of the same run 213 ms (median 180). On loopback each write also runs the ' +
-    'reader\'s TCP and, when the reader sleeps, wakes it (an IPI to the other vCPU, dear in a VM). wsload\'s three ' +
-    'workers connect side by side, so the hub\'s subscribers alternate between them and nearly every write wakes ' +
-    'one: `perf record -g -p <node>` during the broadcasts (2026-12-02 ~06:05 UTC) put 22% of the node\'s samples ' +
-    'in those wakeups (sock_def_readable, from the write), against 11% for a floor writing one reader\'s sockets ' +
-    'after another, as `bench/floor.ts` did until now. Same machine, same minutes: `node bench/floor.ts --order ' +
-    'grouped` median 114-129 ms, slowest 143-166; `--order interleaved` (the default now, as wsload\'s workers ' +
-    'arrive) median 189-213, slowest 214-245; the gateway (`wsload notify http://… --clients 18000 --per-worker ' +
-    '6000 -c 1 -R 1 -d 10 --broadcast`, fresh node on Redis) median 188-206, slowest 216-254, and with the 18,000 in ' +
-    'one wsload process (`--per-worker 19000`) median 172, slowest 211-239. Per broadcast the node spends 30-70 ms ' +
-    'in user space and 110-210 in the kernel (/proc/<pid>/stat every 5 ms); writing each frame at once instead of ' +
-    'corked until the turn\'s end changed neither (alternated, 2 × 9 broadcasts). The first broadcasts of the run ' +
-    'are the slowest: the 100 one-person emits a second of person_during_broadcast_ms run during them. Would close ' +
-    'it: the load generators on other machines (the readers\' TCP and wakeups then run there, as in the reference\'s ' +
-    'runs), or clients that reach the node grouped by load process (the grouped floor above)',
+    'At the machine\'s floor, once the floor writes in the gateway\'s order and both leave out their first rounds. ' +
+    'The figure is the median over two runs of each run\'s slowest broadcast, the first two of a run not counted (as ' +
+    'the other notify runs\' first seconds): the first after the 18,000 connect was the slowest of every run (full ' +
+    'run of 2026-12-02 08:30 UTC, all counted: 280 and 263 ms, the rest 159-241; by hand without the person run ' +
+    '193-202, the rest 158-182), with cold code in the readers and the node and the person run\'s process starting ' +
+    'beside it. Counted so, `--only broadcast-18k` at 09:17 UTC read 175 and 194 (median broadcast 168); the floor ' +
+    'of 09:18 (`node bench/floor.ts`, interleaved, 2 rounds of warm-up) 229, median 172. On loopback each write also ' +
+    'runs the reader\'s TCP and, when the reader sleeps, wakes it (an IPI to the other vCPU, dear in a VM). wsload\'s ' +
+    'three workers connect side by side, so the hub\'s subscribers alternate between them and nearly every write ' +
+    'wakes one: `perf record -g -p <node>` during the broadcasts (2026-12-02 ~06:05 UTC) put 22% of the node\'s ' +
+    'samples in those wakeups (sock_def_readable, from the write), against 11% for a floor writing one reader\'s ' +
+    'sockets after another (`--order grouped`: median 114-129 ms, slowest 143-166; interleaved: median 189-213, ' +
+    'slowest 214-245, same minutes). Per broadcast the node spends 30-70 ms in user space (our JS ~10 ms of it, ' +
+    '`--cpu-prof`) and 110-210 in the kernel (/proc/<pid>/stat every 5 ms); writing each frame at once instead of ' +
+    'corked until the turn\'s end changed neither. Would close it for good: the load generators on other machines ' +
+    '(the readers\' TCP and wakeups then run there, as in the reference\'s runs), or clients that reach the node ' +
+    'grouped by load process (the grouped floor above)',
   person_during_broadcast_ms:
     'Noisy around the target: 7.5-14.2 ms by hand on a fresh node (`wsload notify … --clients 18000 --per-worker ' +
     '6000 -c 1 -R 1 -d 10 --broadcast`, and 100 one-person emits a second meanwhile), 9.5-11.6 ms in `--only ' +
