@@ -61,7 +61,7 @@ async function loadScenarios(t: Target): Promise<void> {
  * every other figure, each figure the median of the two runs: one run's slowest is one broadcast's tail (on the
  * same code, 2026-12-02, the ten of one full run read 174-204 ms, of the next 174-201). The run's first two
  * broadcasts are not counted, as the other notify runs' first seconds (NOTIFY_WARMUP_S): the first after the
- * 18,000 connect was the slowest of its run every time (the full run of 08:30 UTC: 280 and 263 ms, the rest
+ * 18,000 connect was the slowest of its run in all but one (the full run of 08:30 UTC: 280 and 263 ms, the rest
  * 159-241; by hand, the bench's sequence: 220 and 262 ms, the rest 158-182; without the person run, 193-202),
  * as the readers' and the node's code runs cold and the person run's process starts beside it. With them
  * uncounted, by hand: 171 and 190 ms, the person run's p99 7.4 ms as before (its emits still land in broadcasts).
