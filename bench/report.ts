@@ -273,7 +273,8 @@ HTTP/1.1 itself from plain sockets (as the gateway's emit fast path does), and w
 of 1,000 plain TCP sockets it names; \`node bench/floor.ts\` writes one 150-byte message to each of ${everyone}
 sockets from a plain \`net\` server, 128 at a time as the hub does, to three reader processes, in turn across
 them as the gateway writes to wsload's three workers (written one reader's sockets after another, each write wakes a
-reader far less often: see bench/floor.ts). No WebSocket, no
+reader far less often: see bench/floor.ts), ten rounds after two not counted (as the gateway's broadcast-18k
+leaves out its first two broadcasts; its figures here are the medians of its two runs of ten). No WebSocket, no
 tokens, no Redis. The floors time their own CPU over their measured seconds; a server's CPU per emit is the mean of
 its samples (one a second) wholly inside its runs' measured seconds, over the emits answered a second, the median of
 its runs. The floors run some minutes after the targets' own runs, and rates here swing that much from one

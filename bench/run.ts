@@ -24,7 +24,7 @@ import { pairedRatios } from './pairs.ts';
 import { median, stopAll, waitFor, type Proc } from './procs.ts';
 import { writeReport } from './report.ts';
 import { churnStep, notifySteps } from './steps.ts';
-import { CONNECTED, EVERY_CLIENT, freshTarget, growFill, LEVELS, NOTIFY_CLIENTS, NOTIFY_S, NOTIFY_WARMUP_S, ONLY, OUT_DIR, prefix, QUICK, RATE_RUNS, record, recordMedians, results, runLoad, RUN_DIR, runSteps, sampler, serverStats, startTarget, stopFills, stopTarget, wanted, type Target } from './suite.ts';
+import { CONNECTED, EVERY_CLIENT, freshTarget, growFill, LEVELS, medianOfRuns, NOTIFY_CLIENTS, NOTIFY_S, NOTIFY_WARMUP_S, ONLY, OUT_DIR, prefix, QUICK, RATE_RUNS, record, recordMedians, results, runLoad, RUN_DIR, runSteps, sampler, serverStats, startTarget, stopFills, stopTarget, untilNoClients, wanted, type Target } from './suite.ts';
 
 /** Scenarios with processes of their own, run after the targets. */
 const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario]];
@@ -67,18 +67,14 @@ async function loadScenarios(t: Target): Promise<void> {
  * uncounted, by hand: 171 and 190 ms, the person run's p99 7.4 ms as before (its emits still land in broadcasts).
  */
 async function broadcastScenario(t: Target): Promise<void> {
-  const taken: Array<Record<string, number | undefined>> = [];
-  for (let run = 1; run <= RATE_RUNS; run++) {
-    try { taken.push(await broadcastRun(t, run)); } catch (error) { results.errors.push(`${t.name} broadcast-18k ${run}: ${(error as Error).message}`); }
-  }
-  recordMedians(taken);
+  await medianOfRuns(`${t.name} broadcast-18k`, RATE_RUNS, (run) => broadcastRun(t, run));
 }
 
 async function broadcastRun(t: Target, run: number): Promise<Record<string, number | undefined>> {
   const http = `http://127.0.0.1:${t.port}`;
   const everyone = LEVELS.at(-1)!;
   // The listeners of the run before must have left, or they would pass for this run's.
-  await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 60_000);
+  await untilNoClients(t, 60_000);
   sampler.phase = `${t.name} broadcast-18k ${run}`;
   const broadcasts = runLoad(t, ['notify', http, '--clients', String(everyone), '--per-worker', '6000', '-c', '1', '-R', '1', '-w', String(NOTIFY_WARMUP_S), '-d', '10', '--broadcast'], 300);
   await waitFor(`${everyone} listeners`, async () => (await serverStats(t)).clients >= everyone, 120_000);

@@ -144,7 +144,12 @@ export async function growFill(t: Target, clients: number, fills: Proc[], held: 
 
 export async function stopFills(t: Target, fills: Proc[]): Promise<void> {
   await Promise.all(fills.map((fill) => stop(fill, 'SIGINT', 20_000)));
-  await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, 30_000).catch(() => {});
+  await untilNoClients(t, 30_000).catch(() => {});
+}
+
+/** Once every client has left the server; rejects after `timeoutMs`. */
+export async function untilNoClients(t: Target, timeoutMs: number): Promise<void> {
+  await waitFor(`${t.name} back to 0 clients`, async () => (await serverStats(t)).clients === 0, timeoutMs);
 }
 
 /** The listeners of each notify run. The other clients connected meanwhile (a fill) are idle, each with its own subscription. */
@@ -160,16 +165,21 @@ export type Step = [name: string, args: string[], take: Take];
 export async function runSteps(t: Target, steps: Step[], runs: number, phase = ''): Promise<void> {
   for (const [name, args, take] of steps) {
     sampler.phase = `${t.name} ${phase}${name}`;
-    const taken: Array<Record<string, number | undefined>> = [];
-    for (let run = 1; run <= runs; run++) {
-      try {
-        const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S, PACED_S) + 120);
-        results.runs[`${t.name} ${phase}${name} ${run}`] = out;
-        taken.push(take(out));
-      } catch (error) { results.errors.push(`${t.name} ${phase}${name} ${run}: ${(error as Error).message}`); }
-    }
-    recordMedians(taken);
+    await medianOfRuns(`${t.name} ${phase}${name}`, runs, async (run) => {
+      const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S, PACED_S) + 120);
+      results.runs[`${t.name} ${phase}${name} ${run}`] = out;
+      return take(out);
+    });
   }
+}
+
+/** `run` made `runs` times (1, 2, ...), each figure the median of its runs; a failed run is listed as "<label> <run>". */
+export async function medianOfRuns(label: string, runs: number, run: (n: number) => Promise<Record<string, number | undefined>>): Promise<void> {
+  const taken: Array<Record<string, number | undefined>> = [];
+  for (let n = 1; n <= runs; n++) {
+    try { taken.push(await run(n)); } catch (error) { results.errors.push(`${label} ${n}: ${(error as Error).message}`); }
+  }
+  recordMedians(taken);
 }
 
 /**
