@@ -2,3 +2,4 @@ export * from './codes.ts';
 export * from './messages.ts';
 export * from './parse.ts';
 export * from './encode.ts';
+export * from './limits.ts';
