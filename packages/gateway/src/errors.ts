@@ -55,3 +55,9 @@ export class ConfigError extends Error {
     return new ConfigError(`invalid configuration:\n${problems.map(([field, problem]) => `  ${field}: ${problem}`).join('\n')}`);
   }
 }
+
+/** Where the node contained an unexpected throw and carried on without the one emit, frame or message it concerned. */
+export type ContainedAt = 'fan_out' | 'frame' | 'broker_message';
+
+/** Counts (herald_internal_errors_total{where}) and logs a contained throw: node.ts builds the one every part gets. */
+export type Contain = (where: ContainedAt, error: unknown) => void;

@@ -47,7 +47,7 @@ export function createMetrics() {
     }),
     closes: new Counter({
       name: 'herald_connections_closed_total',
-      help: 'Connections closed, by close code',
+      help: 'Connections closed, by close code: the codes of the protocol, or other_1xxx, other_3xxx, other_4xxx for any other a client sent',
       labelNames: ['code'],
       registers,
     }),
@@ -165,7 +165,19 @@ export function createMetrics() {
     }),
     repliesDropped: new Counter({
       name: 'herald_replies_dropped_total',
-      help: 'Replies (REGISTER, UNREGISTER, ERROR) not written: the client had left before its answer was ready',
+      help: 'Replies (REGISTER, UNREGISTER, ERROR) not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    internalErrors: new Counter({
+      name: 'herald_internal_errors_total',
+      help: 'Unexpected throws the node contained, by where: fan_out (one emit\'s fan-out ended), frame (one client closed with 1011), broker_message (one message from Redis dropped)',
+      labelNames: ['where'],
+      registers,
+    }),
+    framesPaused: new Counter({
+      name: 'herald_frames_paused_total',
+      help: 'Times a client sent frames faster than the node answered them, and its socket stopped being read until the answers caught up',
       registers,
     }),
   };

@@ -22,7 +22,7 @@ import { CodeRunners } from './code/runners.ts';
 import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
 import { TableCatalogue } from './events/tables.ts';
-import { ConfigError } from './errors.ts';
+import { ConfigError, type Contain } from './errors.ts';
 import { installErrorHandling } from './http/envelope.ts';
 import { healthRoutes } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
@@ -64,10 +64,14 @@ export class Gateway {
     // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
     const logController = new LogController({ disableRequestLogging: true });
     this.#app = Fastify({ logger: deps.logger ?? false, logController });
-    const broker = deps.broker ?? this.#brokerFor(nodeId);
+    const contain: Contain = (where, error) => {
+      this.metrics.internalErrors.inc({ where });
+      this.#app.log.error({ err: error, where }, 'contained an unexpected error; the node carries on');
+    };
+    const broker = deps.broker ?? this.#brokerFor(nodeId, contain);
     this.broker = broker;
     const { websocket } = config;
-    this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
+    this.hub = new Hub({ broker, metrics: this.metrics, contain, ...websocket });
     this.authenticator = new JwtAuthenticator({ config, dataSources });
     const tables = new TableCatalogue(config.instances);
     const catalogue = new EventCatalogue(config.events, tables);
@@ -76,6 +80,8 @@ export class Gateway {
     this.#runners = new CodeRunners(config.code);
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
+      contain,
+      frameLimits: { maxEntries: websocket.maxEntriesPerFrame, maxCriteriaValueBytes: websocket.maxCriteriaValueBytes },
       catalogue,
       gate: this.#gate(dataSources),
       hub: this.hub,
@@ -131,7 +137,7 @@ export class Gateway {
     return new Gateway(config, dataSources, deps, nodeId);
   }
 
-  #brokerFor(nodeId: string): Broker {
+  #brokerFor(nodeId: string, contain: Contain): Broker {
     const { redis } = this.config;
     if (!redis) return new MemoryBus().broker(nodeId);
     const { metrics } = this;
@@ -154,6 +160,9 @@ export class Gateway {
         writeFailed(error) {
           metrics.brokerWriteFailures.inc();
           log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');
+        },
+        undeliverable(error) {
+          contain('broker_message', error);
         },
         leanReads(lean, why) {
           metrics.leanReads.set(lean ? 1 : 0);

@@ -11,6 +11,8 @@ export const CloseCode = {
   GOING_AWAY: 1001,
   /** A frame was larger than the node's maxPayload. */
   MESSAGE_TOO_BIG: 1009,
+  /** The node failed to answer a frame (its fault, counted): reconnect, and the subscriptions are made again. */
+  INTERNAL_ERROR: 1011,
   /** The node is shedding this client (its unsent data passed the bound): reconnect later. */
   TRY_AGAIN_LATER: 1013,
   /** The token expired: refresh it, then reconnect. */

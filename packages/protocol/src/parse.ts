@@ -1,5 +1,16 @@
 /** Parse and structurally validate client frames. Semantic checks (does the event exist?) belong to the gateway. */
 import { ErrorCode, type WireError } from './codes.ts';
+import {
+  DEFAULT_FRAME_LIMITS,
+  MAX_CRITERIA_FIELDS,
+  MAX_FIELD_NAME_LENGTH,
+  MAX_FRAME_DEPTH,
+  MAX_SELECT_FIELDS,
+  nestedDeeperThan,
+  quoted,
+  utf8Length,
+  type FrameLimits,
+} from './limits.ts';
 import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent } from './messages.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: WireError[] };
@@ -19,7 +30,7 @@ const fail = (code: ErrorCode, message: string): { ok: false; errors: WireError[
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export function parseClientFrame(text: string): Parsed<RawClientFrame> {
+export function parseClientFrame(text: string, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Parsed<RawClientFrame> {
   let frame: unknown;
   try {
     frame = JSON.parse(text);
@@ -27,15 +38,21 @@ export function parseClientFrame(text: string): Parsed<RawClientFrame> {
     return fail(ErrorCode.MALFORMED_JSON, 'the frame is not valid JSON');
   }
   if (!isRecord(frame)) return fail(ErrorCode.BAD_FRAME, 'the frame must be a JSON object');
+  if (nestedDeeperThan(frame, MAX_FRAME_DEPTH)) {
+    return fail(ErrorCode.BAD_FRAME, `the frame nests deeper than ${MAX_FRAME_DEPTH} levels`);
+  }
   const { objType, onEvents } = frame;
   if (objType !== 'REGISTER' && objType !== 'UNREGISTER') {
-    return fail(ErrorCode.UNKNOWN_OBJ_TYPE, `objType must be REGISTER or UNREGISTER, got ${JSON.stringify(objType)}`);
+    return fail(ErrorCode.UNKNOWN_OBJ_TYPE, `objType must be REGISTER or UNREGISTER, got ${quoted(objType)}`);
   }
   if (!Array.isArray(onEvents)) return fail(ErrorCode.BAD_FRAME, 'onEvents must be an array');
+  if (onEvents.length > limits.maxEntries) {
+    return fail(ErrorCode.BAD_FRAME, `a frame may hold at most ${limits.maxEntries} onEvents entries, got ${onEvents.length}`);
+  }
   return { ok: true, value: { objType, onEvents } };
 }
 
-function parseCriteria(condition: unknown): Parsed<Criteria | undefined> {
+function parseCriteria(condition: unknown, limits: FrameLimits): Parsed<Criteria | undefined> {
   if (condition === undefined || condition === null) return { ok: true, value: undefined };
   if (!isRecord(condition)) return fail(ErrorCode.BAD_FRAME, 'condition must be an object');
   if (condition.conditionType !== 'RESPONSE') {
@@ -44,44 +61,62 @@ function parseCriteria(condition: unknown): Parsed<Criteria | undefined> {
   const { criteria } = condition;
   if (criteria === undefined) return { ok: true, value: undefined };
   if (!isRecord(criteria)) return fail(ErrorCode.BAD_FRAME, 'condition.criteria must be an object');
-  for (const [field, value] of Object.entries(criteria)) {
+  const fields = Object.keys(criteria);
+  if (fields.length > MAX_CRITERIA_FIELDS) {
+    return fail(ErrorCode.BAD_FRAME, `criteria may have at most ${MAX_CRITERIA_FIELDS} fields, got ${fields.length}`);
+  }
+  for (const field of fields) {
+    const value = criteria[field];
     // "," and "|" separate fields and parts of route keys, so they cannot be part of a field name.
-    if (field.length === 0 || /[,|]/.test(field)) {
-      return fail(ErrorCode.BAD_FRAME, `criteria field ${JSON.stringify(field)} must be non-empty without "," or "|"`);
+    if (!isName(field) || /[,|]/.test(field)) {
+      return fail(
+        ErrorCode.BAD_FRAME,
+        `criteria field ${quoted(field)} must be 1 to ${MAX_FIELD_NAME_LENGTH} characters without "," or "|"`,
+      );
     }
     const kind = typeof value;
     if (kind !== 'string' && kind !== 'number' && kind !== 'boolean') {
       return fail(ErrorCode.CRITERIA_NOT_SCALAR, `criteria.${field} must be a string, number or boolean`);
     }
+    if (kind === 'string' && utf8Length(value as string) > limits.maxCriteriaValueBytes) {
+      return fail(ErrorCode.BAD_FRAME, `criteria.${field} may be at most ${limits.maxCriteriaValueBytes} bytes (UTF-8)`);
+    }
   }
   return { ok: true, value: criteria as Criteria };
 }
 
+/** A name from a frame (an event, a field, a table part): a string of 1 to MAX_FIELD_NAME_LENGTH characters. */
+const isName = (value: unknown): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= MAX_FIELD_NAME_LENGTH;
+
 function parseSelect(select: unknown): Parsed<string[] | undefined> {
   if (select === undefined) return { ok: true, value: undefined };
   const fields = typeof select === 'string' ? select.split(',').map((field) => field.trim()) : select;
-  if (!Array.isArray(fields) || !fields.every((field) => typeof field === 'string' && field.length > 0)) {
-    return fail(ErrorCode.BAD_FRAME, 'select must be an array of field names or a comma-separated string');
+  if (!Array.isArray(fields) || fields.length > MAX_SELECT_FIELDS || !fields.every(isName)) {
+    return fail(
+      ErrorCode.BAD_FRAME,
+      `select must be at most ${MAX_SELECT_FIELDS} field names (1 to ${MAX_FIELD_NAME_LENGTH} characters), as an array or a comma-separated string`,
+    );
   }
   return { ok: true, value: fields as string[] };
 }
 
 /** One REGISTER entry: shape only. `select` may be an array or "a,b" as API Maker accepts both. */
-export function parseOnEvent(entry: unknown): Parsed<OnEvent> {
+export function parseOnEvent(entry: unknown, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Parsed<OnEvent> {
   if (!isRecord(entry)) return fail(ErrorCode.BAD_FRAME, 'each onEvents entry must be an object');
   const { eventType } = entry;
   if (eventType !== EventType.CUSTOM_WS_EVENTS && eventType !== EventType.INSTANCES) {
-    return fail(ErrorCode.UNKNOWN_EVENT_TYPE, `eventType ${JSON.stringify(eventType)} is not supported`);
+    return fail(ErrorCode.UNKNOWN_EVENT_TYPE, `eventType ${quoted(eventType)} is not supported`);
   }
-  if (typeof entry.apiName !== 'string' || entry.apiName.length === 0) {
-    return fail(ErrorCode.BAD_FRAME, 'apiName must be a non-empty string');
+  if (!isName(entry.apiName)) {
+    return fail(ErrorCode.BAD_FRAME, `apiName must be a string of 1 to ${MAX_FIELD_NAME_LENGTH} characters`);
   }
   const table = eventType === EventType.INSTANCES ? parseTable(entry) : { ok: true as const, value: {} };
   if (!table.ok) return table;
   if (entry.getEventData !== undefined && typeof entry.getEventData !== 'boolean') {
     return fail(ErrorCode.BAD_FRAME, 'getEventData must be a boolean');
   }
-  const criteria = parseCriteria(entry.condition);
+  const criteria = parseCriteria(entry.condition, limits);
   if (!criteria.ok) return criteria;
   const select = parseSelect(entry.select);
   if (!select.ok) return select;
@@ -99,19 +134,19 @@ export function parseOnEvent(entry: unknown): Parsed<OnEvent> {
 /** An INSTANCES entry: SCHEMA_POST_BULK_INSERT of a named instance, database and collection. */
 function parseTable(entry: Record<string, unknown>): Parsed<Pick<OnEvent, 'instance' | 'database' | 'collection'>> {
   if (entry.apiName !== SCHEMA_POST_BULK_INSERT) {
-    return fail(ErrorCode.UNKNOWN_EVENT, `INSTANCES events are ${SCHEMA_POST_BULK_INSERT}, not ${JSON.stringify(entry.apiName)}`);
+    return fail(ErrorCode.UNKNOWN_EVENT, `INSTANCES events are ${SCHEMA_POST_BULK_INSERT}, not ${quoted(entry.apiName)}`);
   }
   const { instance, database, collection } = entry;
   for (const [field, value] of Object.entries({ instance, database, collection })) {
-    if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(value)) {
-      return fail(ErrorCode.BAD_FRAME, `${field} must name the ${field} (letters, digits, "_", "." and "-")`);
+    if (!isName(value) || !/^[A-Za-z0-9_.-]+$/.test(value)) {
+      return fail(ErrorCode.BAD_FRAME, `${field} must name the ${field} (letters, digits, "_", "." and "-"; at most ${MAX_FIELD_NAME_LENGTH})`);
     }
   }
   return { ok: true, value: { instance: instance as string, database: database as string, collection: collection as string } };
 }
 
 export function parseEventId(entry: unknown): Parsed<string> {
-  if (!isRecord(entry) || typeof entry.eventId !== 'string' || entry.eventId.length === 0) {
+  if (!isRecord(entry) || !isName(entry.eventId)) {
     return fail(ErrorCode.BAD_FRAME, 'each UNREGISTER entry must be {"eventId": "<id>"}');
   }
   return { ok: true, value: entry.eventId };

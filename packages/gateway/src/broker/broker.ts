@@ -50,4 +50,6 @@ export interface BrokerObserver {
    * client (not `lean`; `why`). Only a broker on one redis-server at a plain URL has the lean connection.
    */
   leanReads(lean: boolean, why: string): void;
+  /** A message on this node's channel could not be read or delivered: it is dropped, and nothing else is. */
+  undeliverable(error: unknown): void;
 }

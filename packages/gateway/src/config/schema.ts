@@ -3,6 +3,7 @@
  * Validated once at start-up (load.ts), then frozen.
  */
 import { z } from 'zod';
+import { DEFAULT_FRAME_LIMITS } from '@herald/protocol';
 import { NODE_ID_SEPARATOR } from '../broker/redis/keys.ts';
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
@@ -47,6 +48,13 @@ const websocket = z
     maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
     /** Recipients written before a fan-out yields to the event loop: a person's emit waits one chunk at most. Default 128. */
     fanOutChunk: z.number().int().min(1).default(128),
+    /** Entries one REGISTER or UNREGISTER frame may carry; a frame with more is refused whole (BAD_FRAME). Default 100. */
+    maxEntriesPerFrame: z.number().int().min(1).max(10_000).default(DEFAULT_FRAME_LIMITS.maxEntries),
+    /**
+     * UTF-8 bytes of one criteria value (its string form); a longer one refuses its entry (BAD_FRAME). The node keeps
+     * each value in its index and in Redis for as long as the route lives. Default 256.
+     */
+    maxCriteriaValueBytes: z.number().int().min(1).max(65_536).default(DEFAULT_FRAME_LIMITS.maxCriteriaValueBytes),
   })
   .strict();
 

@@ -1,5 +1,5 @@
 /** The event catalogue: which events exist, who may register and emit them, and which criteria bind to a person. */
-import { EventType, type OnEvent } from '@herald/protocol';
+import { EventType, quoted, type OnEvent } from '@herald/protocol';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { Config } from '../config/schema.ts';
 import { GatewayError } from '../errors.ts';
@@ -38,7 +38,7 @@ export class EventCatalogue {
   /** Throws UNKNOWN_EVENT. */
   get(name: string): EventDefinition {
     const event = this.#events.get(name);
-    if (!event) throw new GatewayError('UNKNOWN_EVENT', `no event named ${JSON.stringify(name)}`);
+    if (!event) throw new GatewayError('UNKNOWN_EVENT', `no event named ${quoted(name)}`);
     return event;
   }
 

@@ -1,6 +1,6 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isRecord } from '@herald/protocol';
+import { isRecord, MAX_JSON_DEPTH, nestedDeeperThan } from '@herald/protocol';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
@@ -121,9 +121,13 @@ export function systemApi(app: FastifyInstance, options: SystemApiOptions): void
 
 export const emitPath = (userPath: string): string => `/api/system-api/${userPath}/emit-event-ws`;
 
-/** One emit, once its caller is known and its body checked: the fastify route's and the fast path's. */
+/** One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. */
 function emitter({ catalogue, broker, metrics }: SystemApiOptions) {
   return async (apiUser: ApiUser, { name, eventData }: EmitBody) => {
+    // Deeper than this, serialising it for a client or another node would overflow the stack mid fan-out.
+    if (nestedDeeperThan(eventData, MAX_JSON_DEPTH)) {
+      throw new GatewayError('BAD_REQUEST', `eventData nests deeper than ${MAX_JSON_DEPTH} levels`);
+    }
     catalogue.forEmit(name, apiUser);
     metrics.emits.inc({ event: name });
     let nodes: number;

@@ -7,9 +7,9 @@
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
  */
-import { encodeNotification, EventType, type OnEvent, type ValidOnEvent } from '@herald/protocol';
+import { CloseCode, encodeNotification, EventType, type OnEvent, type ValidOnEvent } from '@herald/protocol';
 import type { Broker } from '../broker/broker.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
@@ -45,9 +45,14 @@ interface Shape {
   readonly buckets: Map<string, Bucket>;
 }
 
+/** What a frame to a client is, for the count of the ones dropped. */
+export type FrameKind = 'notification' | 'reply';
+
 export interface HubOptions {
   broker: Broker;
   metrics: Metrics;
+  /** Counts and logs an unexpected throw the hub contained. */
+  contain: Contain;
   maxSubscriptionsPerConnection: number;
   maxBufferedBytes: number;
   fanOutChunk: number;
@@ -115,18 +120,56 @@ export class Hub {
     return true;
   }
 
-  /** Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes. */
+  /**
+   * Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes. Nothing it
+   * meets ends more than this emit: a throw (eventData that cannot be serialised slipped past the door) is counted.
+   */
   deliver(event: string, eventData: Record<string, unknown>): void {
     this.#metrics.deliveriesIn.inc();
-    const shapes = this.#events.get(event);
-    if (!shapes) return;
+    let matched: Subscription[];
+    try {
+      matched = this.#matching(event, eventData);
+    } catch (error) {
+      return this.#options.contain('fan_out', error);
+    }
+    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData));
+  }
+
+  /**
+   * Write a frame to a session within its send bound (websocket.maxBufferedBytes): replies and notifications alike,
+   * so no kind of frame can grow the node's memory for a client that does not read. A client whose unsent bytes passed
+   * the bound is shed (1013), so what it holds stays under the bound plus one frame. Answers whether the frame was
+   * written; a drop is counted by kind and reason.
+   */
+  send(session: Session, frame: Buffer, kind: FrameKind): boolean {
+    if (!session.writable) {
+      this.#dropped(kind, 'closing');
+      return false;
+    }
+    if (session.socket.bufferedAmount > this.#options.maxBufferedBytes) {
+      this.#dropped(kind, 'slow_client');
+      this.shed(session);
+      return false;
+    }
+    this.#out.write(session.socket, frame);
+    return true;
+  }
+
+  #dropped(kind: FrameKind, reason: 'closing' | 'slow_client'): void {
+    if (kind === 'notification') this.#metrics.drops.inc({ reason });
+    else this.#metrics.repliesDropped.inc({ reason });
+  }
+
+  #matching(event: string, eventData: Record<string, unknown>): Subscription[] {
     const matched: Subscription[] = [];
+    const shapes = this.#events.get(event);
+    if (!shapes) return matched;
     for (const shape of shapes.values()) {
       const valuesKey = valuesKeyIn(eventData, shape.fields);
       const bucket = valuesKey === undefined ? undefined : shape.buckets.get(valuesKey);
       if (bucket) for (const subscription of membersOf(bucket.subscriptions)) matched.push(subscription);
     }
-    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData));
+    return matched;
   }
 
   #join(session: Session, route: Route, eventId: string, onEvent: OnEvent): Subscription {
@@ -199,41 +242,30 @@ export class Hub {
       let json: string | undefined;
       if (getEventData) json = select ? JSON.stringify(project(eventData, select)) : (fullJson ??= JSON.stringify(eventData));
       const frame = textFrame(encodeNotification(eventId, eventType, json));
-      for (const session of membersOf(sessions)) yield this.#write(session, frame);
+      for (const session of membersOf(sessions)) yield this.send(session, frame, 'notification');
     }
   }
 
   /** Counting per chunk, not per frame: a counter update per recipient would cost more than the write's JS. */
   #fanOut(writes: Generator<boolean>): void {
     let sent = 0;
-    for (let step = 0; step < this.#options.fanOutChunk; step++) {
-      const next = writes.next();
-      if (next.done) return this.#metrics.notificationsOut.inc(sent);
-      if (next.value) sent++;
+    try {
+      for (let step = 0; step < this.#options.fanOutChunk; step++) {
+        const next = writes.next();
+        if (next.done) return this.#metrics.notificationsOut.inc(sent);
+        if (next.value) sent++;
+      }
+    } catch (error) {
+      this.#metrics.notificationsOut.inc(sent);
+      return this.#options.contain('fan_out', error);
     }
     this.#metrics.notificationsOut.inc(sent);
     setImmediate(() => this.#fanOut(writes));
   }
 
-  /** Answers whether the frame (built by textFrame) was written; a drop is counted by its reason. */
-  #write(session: Session, frame: Buffer): boolean {
-    const { socket } = session;
-    if (!session.writable) {
-      this.#metrics.drops.inc({ reason: 'closing' });
-      return false;
-    }
-    if (socket.bufferedAmount > this.#options.maxBufferedBytes) {
-      this.#metrics.drops.inc({ reason: 'slow_client' });
-      this.shed(session);
-      return false;
-    }
-    this.#out.write(socket, frame);
-    return true;
-  }
-
   /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */
   shed(session: Session): void {
     this.close(session);
-    session.socket.close(1013, 'slow client: unsent data passed the bound');
+    session.socket.close(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
   }
 }

@@ -20,6 +20,8 @@ export class Session {
   subscriptions: Few<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
   replying: Promise<void> | undefined;
+  /** Frames read and not yet answered (the transport stops reading past a bound). */
+  framesInFlight = 0;
   /** The admission slot, held until the first REGISTER is answered. */
   slot: Slot | undefined;
   /** Cleared when a ping is sent, set again by the pong. */

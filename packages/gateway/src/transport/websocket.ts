@@ -15,13 +15,16 @@ import {
   parseClientFrame,
   parseEventId,
   parseOnEvent,
+  type FrameLimits,
+  type Parsed,
+  type RawClientFrame,
   type InvalidOnEvent,
   type ValidOnEvent,
   type WireError,
 } from '@herald/protocol';
 import type { ApiUser, Authenticator, Person } from '../auth/authenticator.ts';
 import type { CanConnectGate } from '../code/gate.ts';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, type Contain } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Hub } from '../hub/hub.ts';
 import { Session, type SessionHandler } from '../hub/session.ts';
@@ -49,6 +52,20 @@ const kSession = Symbol('herald.session');
 const CONNECTED = textFrame(CONNECTED_FRAME);
 /** The ping sweep runs in ticks this far apart, each pinging its share of the clients. */
 const PING_TICK_MS = 100;
+/**
+ * Frames of one client waiting for their answers (they are answered one after another) before its socket stops being
+ * read: a client that sends faster than the node answers is held back by TCP, not queued in the node's memory.
+ */
+const MAX_FRAMES_IN_FLIGHT = 16;
+/** Close codes in the herald_connections_closed_total label as they are; any other a client sends is put in a class. */
+const KNOWN_CLOSE_CODES: ReadonlySet<number> = new Set([
+  1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 1015, ...Object.values(CloseCode),
+]);
+
+/** A label value for a close code: bounded, whatever codes clients send. */
+export function closeCodeLabel(code: number): string {
+  return KNOWN_CLOSE_CODES.has(code) ? String(code) : `other_${Math.floor(code / 1000)}xxx`;
+}
 type SessionSocket = WebSocket & { [kSession]?: Session };
 
 function onMessage(this: SessionSocket, data: RawData): void {
@@ -109,6 +126,10 @@ function onError(): void {}
 
 export interface TransportOptions {
   authenticator: Authenticator;
+  /** Counts and logs a throw met while answering a frame (its client is closed with 1011; nothing else is). */
+  contain: Contain;
+  /** Bounds on a client frame (config websocket.maxEntriesPerFrame, maxCriteriaValueBytes). */
+  frameLimits: FrameLimits;
   catalogue: EventCatalogue;
   /** Runs events' can-connect code. */
   gate: CanConnectGate;
@@ -152,26 +173,49 @@ export class WebSocketTransport implements SessionHandler {
   }
 
   onFrame(session: Session, data: RawData): void {
-    const parsed = parseClientFrame(data.toString());
+    try {
+      this.#answerInTurn(session, parseClientFrame(data.toString(), this.#options.frameLimits));
+    } catch (error) {
+      this.#failFrame(session, error);
+    }
+  }
+
+  onClose(session: Session, code: number): void {
+    this.#options.metrics.closes.inc({ code: closeCodeLabel(code) });
+    this.#options.hub.close(session);
+  }
+
+  /** Frames are answered one after another, in order; a client with too many waiting is not read meanwhile. */
+  #answerInTurn(session: Session, parsed: Parsed<RawClientFrame>): void {
     const answer = async (): Promise<void> => {
       if (!parsed.ok) return this.#reply(session, encodeErrors('ERROR', parsed.errors), parsed.errors);
       const { objType, onEvents } = parsed.value;
       if (objType === 'UNREGISTER') return this.#unregister(session, onEvents);
       return this.#register(session, onEvents);
     };
-    const reply = (session.replying ?? Promise.resolve()).then(answer).catch((error: unknown) => {
-      const errors = [{ code: ErrorCode.INTERNAL, message: (error as Error).message }];
-      this.#reply(session, encodeErrors('ERROR', errors), errors);
-    });
+    const reply = (session.replying ?? Promise.resolve()).then(answer).catch((error: unknown) => this.#failFrame(session, error));
     session.replying = reply;
+    if (++session.framesInFlight === MAX_FRAMES_IN_FLIGHT) {
+      this.#options.metrics.framesPaused.inc();
+      session.socket.pause();
+    }
     void reply.then(() => {
       if (session.replying === reply) session.replying = undefined;
+      if (session.framesInFlight-- === MAX_FRAMES_IN_FLIGHT) session.socket.resume();
     });
   }
 
-  onClose(session: Session, code: number): void {
-    this.#options.metrics.closes.inc({ code: String(code) });
+  /**
+   * A throw while answering a frame is the node's fault, not the client's: it is counted and logged, and that one
+   * client is told (ERROR, INTERNAL) and closed (1011, reconnect), so that whatever state the frame left half-done
+   * goes with it. Nothing else is touched.
+   */
+  #failFrame(session: Session, error: unknown): void {
+    this.#options.contain('frame', error);
+    const errors = [{ code: ErrorCode.INTERNAL, message: 'the node failed to answer this frame: reconnect' }];
+    this.#reply(session, encodeErrors('ERROR', errors), errors);
     this.#options.hub.close(session);
+    if (session.socket.readyState === session.socket.OPEN) session.socket.close(CloseCode.INTERNAL_ERROR, 'internal error');
   }
 
   #identify(request: FastifyRequest): Identity {
@@ -215,7 +259,7 @@ export class WebSocketTransport implements SessionHandler {
     const error = identity?.error ?? new GatewayError('INTERNAL', 'the handshake was not authenticated');
     const code = CLOSE_FOR[error.code] ?? CloseCode.TOKEN_INVALID;
     metrics.refusals.inc({ code: error.code });
-    metrics.closes.inc({ code: String(code) });
+    metrics.closes.inc({ code: closeCodeLabel(code) });
     writeFrame(socket, textFrame(encodeErrors('TOKEN_VALIDATION', [error.toWire()])));
     socket.close(code, error.code);
   }
@@ -234,11 +278,10 @@ export class WebSocketTransport implements SessionHandler {
     writeFrame(socket, CONNECTED);
   }
 
-  /** A reply is one buffer and one plain write (frames.ts), not ws's header and payload as a writev. */
+  /** A reply is one buffer (frames.ts), written within the client's send bound like a notification. */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
-    if (session.writable) writeFrame(session.socket, textFrame(frame));
-    else this.#options.metrics.repliesDropped.inc();
+    this.#options.hub.send(session, textFrame(frame), 'reply');
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {
@@ -257,7 +300,7 @@ export class WebSocketTransport implements SessionHandler {
   }
 
   async #registerOne(session: Session, entry: unknown): Promise<ValidOnEvent | InvalidOnEvent> {
-    const parsed = parseOnEvent(entry);
+    const parsed = parseOnEvent(entry, this.#options.frameLimits);
     if (!parsed.ok) return invalid(entry, parsed.errors);
     const onEvent = parsed.value;
     try {

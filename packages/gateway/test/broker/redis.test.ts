@@ -22,8 +22,14 @@ function watcher() {
       entry.resolve();
     }
   };
-  const observer: BrokerObserver = { resynced: () => fire('resynced'), swept: () => fire('swept'), writeFailed: () => fire('writeFailed'), leanReads() {} };
-  const next = (kind: 'resynced' | 'swept' | 'writeFailed') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
+  const observer: BrokerObserver = {
+    resynced: () => fire('resynced'),
+    swept: () => fire('swept'),
+    writeFailed: () => fire('writeFailed'),
+    leanReads() {},
+    undeliverable: () => fire('undeliverable'),
+  };
+  const next = (kind: 'resynced' | 'swept' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };
 }
 
@@ -145,6 +151,25 @@ describe('on one redis-server', () => {
     await resynced;
     assert.equal(await emitter.publish('order-updates', { recipientId: '7', n: 1 }), 1);
     assert.deepEqual(await received.next(), { recipientId: '7', n: 1 });
+    await Promise.all([holder.close(), emitter.close()]);
+  });
+
+  test("a message on a node's channel that is not an emit is dropped and reported; the next emit is delivered", async () => {
+    const a = watcher();
+    const holder = broker({ target: { url: redis.url }, nodeId: 'receiver', observer: a.observer });
+    const emitter = broker({ target: { url: redis.url }, nodeId: 'emitter-0', observer: watcher().observer });
+    const received = inbox();
+    await holder.start(received.handler);
+    await emitter.start(() => {});
+    await holder.addRoute(routeOf('order-updates', { recipientId: '6' }));
+    const channel = keyspace('gw').channel('receiver');
+    for (const garbage of ['no event line', 'order-updates\n{not json', 'order-updates\n[1,2]', `order-updates\n${'['.repeat(100_000)}`]) {
+      const reported = a.next('undeliverable');
+      await redis.cli('spublish', channel, garbage);
+      await reported;
+    }
+    assert.equal(await emitter.publish('order-updates', { recipientId: '6', n: 1 }), 1);
+    assert.deepEqual(await received.next(), { recipientId: '6', n: 1 });
     await Promise.all([holder.close(), emitter.close()]);
   });
 

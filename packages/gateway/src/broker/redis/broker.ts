@@ -5,6 +5,7 @@
  * up the nodes holding the matching routes, and publishes once per such node (to itself: no round trip).
  * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
  */
+import { isRecord } from '@herald/protocol';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import type { Broker, BrokerObserver, DeliveryHandler } from '../broker.ts';
@@ -229,11 +230,18 @@ export class RedisBroker implements Broker {
     await this.#connection.close();
   }
 
+  /** A message is `<event>\n<eventData JSON>`; anything else on the channel (not ours, or damaged) is dropped, counted. */
   #receive(message: Buffer): void {
-    const newline = message.indexOf(10);
-    if (newline < 0) return;
-    const event = message.toString('utf8', 0, newline);
-    this.#onDelivery(event, JSON.parse(message.toString('utf8', newline + 1)) as Record<string, unknown>);
+    try {
+      const newline = message.indexOf(10);
+      if (newline < 0) throw new Error('a message on the node channel has no event line');
+      const event = message.toString('utf8', 0, newline);
+      const eventData: unknown = JSON.parse(message.toString('utf8', newline + 1));
+      if (!isRecord(eventData)) throw new Error('a message on the node channel carries no eventData object');
+      this.#onDelivery(event, eventData);
+    } catch (error) {
+      this.#observer.undeliverable(error);
+    }
   }
 
   #removeLeaving(): void {
