@@ -101,7 +101,7 @@ export function createMetrics() {
     }),
     fastPathHandOvers: new Counter({
       name: 'herald_http_fast_path_handovers_total',
-      help: "Connections that began with a POST and went to Node's HTTP server (fastify), by reason: other_request (not an emit), http_form (chunked, Expect, a query, a header it does not take whole), body (not a plain JSON object of the emit's shape)",
+      help: "Connections that began with a POST and went to Node's HTTP server (fastify), by reason: other_request (not an emit, or bytes that cannot begin one), http_form (chunked, Expect, a query, a header it does not take whole, a request the client ended in the middle of), body (not a plain JSON object of the emit's shape)",
       labelNames: ['reason'],
       registers,
     }),

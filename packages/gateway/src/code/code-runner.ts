@@ -5,12 +5,27 @@
  */
 import type { Filter, Row } from '../data/data-source.ts';
 
-/** What the code sees as `g.req`: a copy, so nothing it does reaches the node's own objects. */
+/** The connection's API user, as the code sees it. */
+export interface CodeApiUser {
+  name: string;
+  groups: string[];
+}
+
+/**
+ * What the code sees as `g.req`: a copy, so nothing it does reaches the node's own objects. `g.req.auth` also holds
+ * each under API Maker's name, so code written for API Maker reads what it always read: `authAMUser` is the API user
+ * (x-am-authorization), `authAMDB` the person (x-am-user-authorization): see
+ * https://docs.apimaker.dev/v1/docs/pre-defined-terms/global-object-g.html.
+ */
 export interface CanConnectRequest {
   auth: {
-    apiUser: { name: string; groups: string[] };
+    apiUser: CodeApiUser;
     /** The person token's fields (its generator's `select`), when the connection has one. */
     person?: Readonly<Record<string, unknown>>;
+    /** API Maker's name for apiUser. */
+    authAMUser: CodeApiUser;
+    /** API Maker's name for person: absent with it. */
+    authAMDB?: Readonly<Record<string, unknown>>;
   };
   /** The REGISTER entry: `{ eventType, apiName, getEventData, select?, condition? }`. */
   eventData: object;

@@ -5,9 +5,10 @@
  *
  * THE RULE. Code is lean when all of these hold (checked on the syntax tree, never by running it):
  *  1. no module syntax: no `import` or `export` declaration, no `import(...)`, no `import.meta`;
- *  2. its top level holds only function declarations, the directive "use strict", and `const`
+ *  2. its top level holds only function declarations, empty statements, the directive "use strict", and `const`
  *     bindings each set to a primitive literal (not a RegExp, which keeps lastIndex), a template without
- *     substitutions, a negated number, or a function or arrow expression: nothing runs at load, and
+ *     substitutions, a negated number, a function or arrow expression, or the name of a top-level function
+ *     (`const main = check`, as API Maker's `module.exports = check` becomes): nothing runs at load, and
  *     there is no top-level value that a call could change for the next one;
  *  3. every identifier it reads is either declared somewhere in the code (functions, parameters,
  *     variables, classes, catch bindings) or one of ECMASCRIPT_GLOBALS below. `console`, `fetch`,
@@ -53,7 +54,7 @@ export const FUNCTION_TYPES: ReadonlySet<string> = new Set(['FunctionDeclaration
 const lineOf = (node: Node): number => node.loc?.start.line ?? 0;
 
 /** Children that name something rather than read a binding: `a.b`'s b, `{ b: 1 }`'s b, labels. */
-function isNameSlot(parent: AnyNode, key: string): boolean {
+export function isNameSlot(parent: AnyNode, key: string): boolean {
   switch (parent.type) {
     case 'MemberExpression':
       return key === 'property' && !parent.computed;
@@ -162,9 +163,11 @@ function scan(node: AnyNode, found: Scan): void {
   }
 }
 
-function isInertInitializer(init: unknown): boolean {
+function isInertInitializer(init: unknown, functions: ReadonlySet<string>): boolean {
   if (!isNode(init)) return false;
   switch (init.type) {
+    case 'Identifier':
+      return functions.has(init.name as string);
     case 'Literal':
       return !(init.value instanceof RegExp) && !('regex' in init);
     case 'TemplateLiteral':
@@ -181,14 +184,17 @@ function isInertInitializer(init: unknown): boolean {
 
 function topLevelReasons(program: Program): string[] {
   const reasons: string[] = [];
-  for (const statement of program.body as unknown as AnyNode[]) {
-    if (statement.type === 'FunctionDeclaration') continue;
+  const statements = program.body as unknown as AnyNode[];
+  const functions = new Set(statements.filter((statement) => statement.type === 'FunctionDeclaration').flatMap((statement) => boundNames(statement.id)));
+  for (const statement of statements) {
+    // An empty statement (`function main() {};`, as API Maker's examples end main) does nothing.
+    if (statement.type === 'FunctionDeclaration' || statement.type === 'EmptyStatement') continue;
     if (statement.type === 'ExpressionStatement' && typeof statement.directive === 'string') continue;
     if (MODULE_SYNTAX.has(statement.type)) continue; // reported by scan
     if (
       statement.type === 'VariableDeclaration' &&
       statement.kind === 'const' &&
-      (statement.declarations as AnyNode[]).every((declarator) => isInertInitializer(declarator.init))
+      (statement.declarations as AnyNode[]).every((declarator) => isInertInitializer(declarator.init, functions))
     ) {
       continue;
     }

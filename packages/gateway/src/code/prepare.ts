@@ -1,13 +1,15 @@
 /**
  * From config to PreparedCode, once at start-up: load the code (inline or from a file), strip its
- * TypeScript types, check its syntax and that it declares `main`, digest it, and place it (isolate or
- * sandbox, lean.ts). Every problem is a ConfigError naming the event: the node refuses to start.
+ * TypeScript types, take API Maker's forms as written (api-maker-forms.ts: its typings import, its CommonJS
+ * export), check its syntax and that it declares `main`, digest it, and place it (isolate or sandbox, lean.ts).
+ * Every problem is a ConfigError naming the event: the node refuses to start.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { parse, type Program } from 'acorn';
 import { ConfigError } from '../errors.ts';
+import { withApiMakerForms } from './api-maker-forms.ts';
 import type { PreparedCode, RunnerChoice } from './code-runner.ts';
 import { boundNames, FUNCTION_TYPES, isNode, leanReasons, type AnyNode } from './lean.ts';
 import { withoutNeedlessAsync } from './sync-main.ts';
@@ -34,8 +36,10 @@ export function prepareEvents(
 
 export function prepareCode(event: string, config: CanConnectConfig): PreparedCode {
   const field = `events.${event}.canConnect`;
-  const source = stripTypes(field, loadText(field, config));
-  const program = parseModule(field, source);
+  const stripped = stripTypes(field, loadText(field, config));
+  const parsed = parseModule(field, stripped);
+  const source = withApiMakerForms(field, parsed, stripped);
+  const program = source === stripped ? parsed : parseModule(field, source);
   const { declaresMain, exportsMain, main } = findMain(program);
   if (!declaresMain && !exportsMain) throw new ConfigError(`${field}: the code must declare a top-level function main(g)`);
   const reasons = leanReasons(program);

@@ -75,7 +75,12 @@ function dockerSandboxLater(limits: RunnerLimits, endpoint: DockerEndpoint): Cod
 export function canConnectRequest(user: ApiUser, person: Person | undefined, entry: object): CanConnectRequest {
   // No copies: every runner serialises the request (JSON into an isolate, IPC or a pipe to a worker), so the
   // code cannot reach the node's own objects. The groups are a Set, which JSON would not carry.
-  const auth: CanConnectRequest['auth'] = { apiUser: { name: user.name, groups: [...user.groups] } };
-  if (person) auth.person = person.fields;
+  // API Maker's names too (code-runner.ts): the same values, written twice by whichever serialises the request.
+  const apiUser = { name: user.name, groups: [...user.groups] };
+  const auth: CanConnectRequest['auth'] = { apiUser, authAMUser: apiUser };
+  if (person) {
+    auth.person = person.fields;
+    auth.authAMDB = person.fields;
+  }
   return { auth, eventData: entry };
 }

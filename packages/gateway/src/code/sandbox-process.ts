@@ -3,8 +3,10 @@
  * stable in Node 24): the worker may read only its own scripts, the code files, and the node_modules
  * directories the gateway's packages come from; it may not write files, start processes or worker
  * threads, load addons or use WASI; its heap is capped by --max-old-space-size; it gets no environment
- * (the node's secrets stay in the node). Node 24's permission model does not cover the network, and
- * memory outside the heap (Buffers) is not capped: a container (sandbox-docker.ts) bounds both.
+ * (the node's secrets stay in the node); it runs in a session and process group of its own, and the worker denies
+ * code the signals and priorities the permission model leaves open (sandbox-lockdown.ts). Node 24's permission model
+ * does not cover the network, and memory outside the heap (Buffers) is not capped: a container (sandbox-docker.ts)
+ * bounds both.
  */
 import { fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -65,6 +67,9 @@ export class ProcessLauncher implements WorkerLauncher {
       env: process.env.TZ === undefined ? {} : { TZ: process.env.TZ },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
+      // A session and process group of its own: a signal to "my group" (kill(0), a terminal's Ctrl-C) is the worker's
+      // alone. Defence in depth: the worker denies code every signal (sandbox-lockdown.ts).
+      detached: true,
     });
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {

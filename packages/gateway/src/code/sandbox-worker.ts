@@ -3,7 +3,8 @@
  * calls in order, each answered as it settles), in a process the node started with Node's permission model
  * locked down (sandbox-process.ts) or in a container (sandbox-docker.ts). The node enforces the time limit by
  * killing it; the heap limit is --max-old-space-size. Code modules are imported once per version and keep their
- * state between calls.
+ * state between calls. Before any code loads, the worker takes from it what the permission model leaves open to act on
+ * other processes: signals and priorities (sandbox-lockdown.ts).
  *
  * Options: --code-dir=<dir> (where the node writes code files), --packages=<url> (bare imports in code
  * files resolve as if from there: the gateway's node_modules), --lines (JSON lines on stdin/stdout
@@ -12,8 +13,11 @@
 import { Console } from 'node:console';
 import { registerHooks } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { lockDown } from './sandbox-lockdown.ts';
 import { encodeLine, lineSplitter, WORKER_OPTIONS, type FromWorker, type ToWorker, type WorkerCall } from './sandbox-protocol.ts';
 import { outcomeOf } from './verdict.ts';
+
+lockDown();
 
 const option = (prefix: string): string | undefined =>
   process.argv.find((arg) => arg.startsWith(prefix))?.slice(prefix.length);

@@ -11,20 +11,23 @@
  * ones an unusual request (chunked, Expect, HTTP/1.0, a query, odd header bytes, a body its schema must judge) ever
  * meets, and this reader only has to recognise the plain case. Nothing is done for a request before it is taken here,
  * so a hand-over never repeats an emit.
+ *
+ * Bytes that cannot begin a plain emit's request line go to Node's server at once, and so does a request the client
+ * stopped sending in the middle of (it ended its side): Node's server judges them, fastify answers 400.
+ *
+ * The API token is checked as soon as a head is read, as the route's onRequest hook does before fastify reads a body:
+ * a call without a valid one is answered at once (the same 401 bytes as fastify's), its body is read and dropped as it
+ * comes, never kept, and the connection goes on with the next request, as with fastify. (One difference: a client that
+ * ends its side before the whole of such a body is sent gets only the 401, where fastify adds a 400.) The bytes of a
+ * request waiting for the rest of its body are kept in one buffer that grows by doubling (unread-bytes.ts), and its
+ * head is read once: a body in many small reads costs each byte a copy or two, not one per read after it.
  */
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
 import { API_TOKEN_HEADER } from './headers.ts';
-
-/** What the fast path takes from a request for its route. */
-export interface FastCall {
-  /** The x-am-authorization header, undefined when absent. */
-  apiToken: string | undefined;
-  /** The body, parsed: a plain object. */
-  body: Record<string, unknown>;
-}
+import { UnreadBytes } from './unread-bytes.ts';
 
 export interface FastAnswer {
   statusCode: number;
@@ -35,10 +38,17 @@ export interface FastAnswer {
 }
 
 /**
- * The route: its answer (a promise that never rejects), or undefined when the call is for fastify to answer (a body its
- * schema would coerce or refuse); undefined means nothing was done.
+ * A caller's emit, once its token was found good: the answer to the body (parsed: a plain object), a promise that never
+ * rejects; or undefined when the call is for fastify to answer (a body its schema would coerce or refuse), and then
+ * nothing was done.
  */
-export type FastRoute = (call: FastCall) => Promise<FastAnswer> | undefined;
+export type FastEmit = (body: Record<string, unknown>) => Promise<FastAnswer> | undefined;
+
+/**
+ * The route, asked as soon as a head is read with the x-am-authorization header (undefined when absent): the refusal
+ * to answer at once, or what answers the body once it is read.
+ */
+export type FastRoute = (apiToken: string | undefined) => FastAnswer | FastEmit;
 
 /** Why a connection went to Node's server (herald_http_fast_path_handovers_total). */
 export type HandOverReason = 'other_request' | 'http_form' | 'body';
@@ -63,58 +73,67 @@ const JSON_TYPE = /^application\/json\s*(;|$)/i;
 /** Pipelined bytes held while a call is answered before the socket stops reading (Node's server does the same). */
 const PIPELINE_BOUND = 64 * 1024;
 
-/** A request this reader takes: where it ends in the bytes read, and what its head said. */
-interface PlainRequest {
+/** The head of a request this reader takes: where its body is in the bytes read, and what the route made of it. */
+interface PlainHead {
+  bodyStart: number;
   end: number;
-  apiToken: string | undefined;
   close: boolean;
-  body: Record<string, unknown>;
+  /** A refusal, answered without reading the body, or what takes the body. */
+  caller: FastAnswer | FastEmit;
 }
 
 const INCOMPLETE = 'incomplete';
-type Reading = PlainRequest | typeof INCOMPLETE | HandOverReason;
+type HeadReading = PlainHead | typeof INCOMPLETE | HandOverReason;
 
 /** What a connection needs of the fast path it belongs to. */
 interface Owner {
   readonly server: Server;
   /** The Keep-Alive header's timeout. */
   readonly keepAliveS: number;
-  readonly route: FastRoute;
-  readRequest(bytes: Buffer): Reading;
+  /** The head at the start of `bytes`; the search for its end starts at `from` (bytes before it were searched). */
+  readHead(bytes: Buffer, from: number): HeadReading;
   forget(connection: PlainConnection): void;
   /**
    * Give the socket, and `unread` (bytes read but not answered), to Node's server. Its listeners go on first, then
    * `unread` goes back in front of whatever the socket holds: a flowing socket hands it to them at once, a socket this
-   * reader paused keeps it first in line until resumed.
+   * reader paused keeps it first in line until resumed. `ended`: the client has sent its last byte, which the socket
+   * told this reader already: `unread` and the end are told to Node's server's listeners again.
    */
-  handOver(socket: Socket, unread: Buffer | undefined, reason: HandOverReason | undefined): void;
+  handOver(socket: Socket, unread: Buffer | undefined, reason: HandOverReason | undefined, ended?: boolean): void;
 }
 
 export class EmitFastPath {
   readonly #options: FastPathOptions;
   readonly #requestLine: string;
+  readonly #requestLineBytes: Buffer;
   readonly #connections = new Set<PlainConnection>();
 
   constructor(options: FastPathOptions) {
     this.#options = options;
     this.#requestLine = `POST ${options.path} HTTP/1.1\r\n`;
+    this.#requestLineBytes = Buffer.from(this.#requestLine, 'latin1');
   }
 
   /** Put the reader in front of the server's connection listeners (Node's HTTP server's own). */
   install(server: Server): void {
     const listeners = server.listeners('connection') as Array<(socket: Socket) => void>;
     server.removeAllListeners('connection');
-    const { metrics, route } = this.#options;
+    const { metrics } = this.#options;
     const owner: Owner = {
       server,
       keepAliveS: Math.floor(server.keepAliveTimeout / 1000),
-      route,
-      readRequest: (bytes) => this.#readRequest(bytes),
+      readHead: (bytes, from) => this.#readHead(bytes, from),
       forget: (connection) => this.#connections.delete(connection),
-      handOver(socket, unread, reason) {
+      handOver(socket, unread, reason, ended = false) {
         if (reason !== undefined) metrics.fastPathHandOvers.inc({ reason });
         const paused = socket.isPaused();
         for (const listener of listeners) listener.call(server, socket);
+        if (ended) {
+          // A stream takes no unshift after its end: its listeners are told the bytes, then the end, directly.
+          if (unread !== undefined) socket.emit('data', unread);
+          socket.emit('end');
+          return;
+        }
         if (unread !== undefined) socket.unshift(unread);
         if (paused) socket.resume();
       },
@@ -148,21 +167,22 @@ export class EmitFastPath {
     socket.on('data', first);
   }
 
-  /** One request from the start of `bytes`: taken, incomplete so far, or not this reader's (and why). */
-  #readRequest(bytes: Buffer): Reading {
-    const headEnd = bytes.indexOf(HEAD_END);
-    if (headEnd < 0) return bytes.length > maxHeaderSize ? 'http_form' : INCOMPLETE;
+  /** One request's head from the start of `bytes`: taken, incomplete so far, or not this reader's (and why). */
+  #readHead(bytes: Buffer, from: number): HeadReading {
+    const headEnd = bytes.indexOf(HEAD_END, from);
+    if (headEnd < 0) {
+      // Bytes that cannot begin this reader's request line are Node's to judge now (a 400 for garbage), not after a head.
+      const lineBytes = Math.min(bytes.length, this.#requestLineBytes.length);
+      if (bytes.compare(this.#requestLineBytes, 0, lineBytes, 0, lineBytes) !== 0) return 'other_request';
+      return bytes.length > maxHeaderSize ? 'http_form' : INCOMPLETE;
+    }
     if (headEnd > maxHeaderSize) return 'http_form';
     const head = bytes.toString('latin1', 0, headEnd);
     if (!head.startsWith(this.#requestLine)) return 'other_request';
     const fields = headFields(head.slice(this.#requestLine.length));
     if (fields === undefined || fields.contentLength > this.#options.bodyLimit) return 'http_form';
-    const start = headEnd + HEAD_END.length;
-    const end = start + fields.contentLength;
-    if (bytes.length < end) return INCOMPLETE;
-    const body = plainJsonObject(bytes.toString('utf8', start, end));
-    if (body === undefined) return 'body';
-    return { end, apiToken: fields.apiToken, close: fields.close, body };
+    const bodyStart = headEnd + HEAD_END.length;
+    return { bodyStart, end: bodyStart + fields.contentLength, close: fields.close, caller: this.#options.route(fields.apiToken) };
   }
 }
 
@@ -244,7 +264,13 @@ class PlainConnection {
   readonly #socket: Socket;
   readonly #owner: Owner;
   /** Bytes read and not yet answered. */
-  #unread: Buffer | undefined;
+  readonly #unread = new UnreadBytes();
+  /** The head of the request whose body is still coming: read once. */
+  #head: PlainHead | undefined;
+  /** How many of the bytes waiting were searched for the end of a head, in vain. */
+  #searched = 0;
+  /** Bytes of a refused request's body still to come: dropped as they arrive. */
+  #dropping = 0;
   #answering = false;
   /** The client asked for it (Connection: close), or the node is closing. */
   #closeAfter = false;
@@ -264,7 +290,14 @@ class PlainConnection {
   }
 
   readonly read = (chunk: Buffer): void => {
-    this.#unread = this.#unread === undefined ? chunk : Buffer.concat([this.#unread, chunk]);
+    let kept = chunk;
+    if (this.#dropping > 0) {
+      const dropped = Math.min(this.#dropping, chunk.length);
+      this.#dropping -= dropped;
+      if (dropped === chunk.length) return;
+      kept = chunk.subarray(dropped);
+    }
+    this.#unread.append(kept, this.#head?.end);
     if (!this.#answering) this.#next();
     else if (this.#unread.length > PIPELINE_BOUND) this.#socket.pause();
   };
@@ -275,17 +308,53 @@ class PlainConnection {
   }
 
   #next(): void {
-    const unread = this.#unread;
-    const request = unread === undefined ? INCOMPLETE : this.#owner.readRequest(unread);
-    if (request === INCOMPLETE) return this.#clientEnded ? void this.#socket.end() : this.#wait();
-    if (typeof request === 'string') return this.#handOver(request);
-    const answer = this.#owner.route({ apiToken: request.apiToken, body: request.body });
+    const bytes = this.#unread.view();
+    const head = this.#head ?? this.#owner.readHead(bytes, this.#searched);
+    if (head === INCOMPLETE) {
+      // A head's end may straddle two reads: the next search starts a few bytes back.
+      this.#searched = Math.max(0, bytes.length - HEAD_END.length + 1);
+      return this.#incomplete();
+    }
+    if (typeof head === 'string') return this.#handOver(head);
+    const { caller } = head;
+    if (typeof caller !== 'function') return this.#refuse(head, caller);
+    if (bytes.length < head.end) {
+      this.#head = head;
+      return this.#incomplete();
+    }
+    const body = plainJsonObject(bytes.toString('utf8', head.bodyStart, head.end));
+    const answer = body === undefined ? undefined : caller(body);
     if (answer === undefined) return this.#handOver('body');
-    this.#unread = request.end < unread!.length ? unread!.subarray(request.end) : undefined;
-    this.#waitingSince = 0;
-    this.#closeAfter ||= request.close;
-    this.#answering = true;
+    this.#take(head, head.end);
     void answer.then(this.#answer);
+  }
+
+  /** A refused caller is answered at once; the body it sends is not read, but dropped as it comes. */
+  #refuse(head: PlainHead, refusal: FastAnswer): void {
+    const arrived = Math.min(head.end, this.#unread.length);
+    this.#dropping = head.end - arrived;
+    this.#take(head, arrived);
+    void Promise.resolve(refusal).then(this.#answer);
+  }
+
+  /** The request is this reader's to answer: its `count` bytes are done with. */
+  #take(head: PlainHead, count: number): void {
+    this.#unread.consume(count);
+    this.#head = undefined;
+    this.#searched = 0;
+    this.#waitingSince = 0;
+    this.#closeAfter ||= head.close;
+    this.#answering = true;
+  }
+
+  /**
+   * A request is not whole yet. Once the client has ended its side it never will be: Node's server judges what was sent
+   * (fastify answers 400), or, with nothing waiting, the connection ends.
+   */
+  #incomplete(): void {
+    if (!this.#clientEnded) this.#wait();
+    else if (this.#unread.length === 0) this.#socket.end();
+    else this.#handOver('http_form', true);
   }
 
   readonly #answer = (answer: FastAnswer): void => {
@@ -304,7 +373,7 @@ class PlainConnection {
 
   /** An incomplete request waits for its bytes, for as long as Node's server gives a head (headersTimeout). */
   #wait(): void {
-    if (this.#unread === undefined) return;
+    if (this.#unread.length === 0) return;
     const now = Date.now();
     if (this.#waitingSince === 0) this.#waitingSince = now;
     else if (now - this.#waitingSince > this.#owner.server.headersTimeout) this.#socket.destroy();
@@ -324,7 +393,7 @@ class PlainConnection {
     if (!this.#answering) this.#next();
   };
 
-  #handOver(reason: HandOverReason): void {
+  #handOver(reason: HandOverReason, ended = false): void {
     const socket = this.#socket;
     socket.removeListener('data', this.read);
     socket.removeListener('error', ignore);
@@ -333,9 +402,7 @@ class PlainConnection {
     socket.removeListener('timeout', this.#idle);
     socket.setTimeout(0);
     this.#owner.forget(this);
-    const unread = this.#unread;
-    this.#unread = undefined;
-    this.#owner.handOver(socket, unread, reason);
+    this.#owner.handOver(socket, this.#unread.take(), reason, ended);
   }
 }
 

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { CanConnectRequest, PreparedCode, RunnerChoice, SystemCalls } from '../../src/code/code-runner.ts';
 import { prepareCode } from '../../src/code/prepare.ts';
+import { canConnectRequest } from '../../src/code/runners.ts';
 import { dataSourceCalls } from '../../src/code/system-calls.ts';
 import type { Row } from '../../src/data/data-source.ts';
 import { MemoryDataSource } from '../../src/data/memory.ts';
@@ -12,17 +13,14 @@ const customers = JSON.parse(readFileSync(new URL('../../data/customers.json', i
 export const customerCalls = (): SystemCalls =>
   dataSourceCalls(new Map([['mongodb', new MemoryDataSource({ 'am_bench/customers': customers })]]));
 
-/** A REGISTER of `order-updates` by the bench API user, as `person` (customer 2 by default: NICK, India). */
-export function request(person: Record<string, unknown> | undefined = { customer_id: 2, country: 'India' }): CanConnectRequest {
-  return {
-    auth: { apiUser: { name: 'bench', groups: ['bench'] }, ...(person ? { person } : {}) },
-    eventData: {
-      eventType: 'CUSTOM_WS_EVENTS',
-      apiName: 'order-updates',
-      getEventData: true,
-      condition: { conditionType: 'RESPONSE', criteria: { recipientId: 2 } },
-    },
-  };
+/** A REGISTER of `order-updates` by the bench API user, as `person` (customer 2 by default: NICK, India; null: nobody). */
+export function request(person: Record<string, unknown> | null = { customer_id: 2, country: 'India' }): CanConnectRequest {
+  return canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, person ? { generator: 'customers', fields: person } : undefined, {
+    eventType: 'CUSTOM_WS_EVENTS',
+    apiName: 'order-updates',
+    getEventData: true,
+    condition: { conditionType: 'RESPONSE', criteria: { recipientId: 2 } },
+  });
 }
 
 /** Someone who is not in India: no such customer in the default data. */
@@ -62,6 +60,40 @@ export const SOURCES = {
   returnsString: "function main(g) { return { canConnect: 'yes' } }",
   returnsBadText: 'function main(g) { return { canConnect: false, errorText: { why: 1 } } }',
   returnsFunction: 'function main(g) { return { canConnect: () => true } }',
+  /**
+   * Can-connect code written as API Maker documents its code, pasted unchanged. Its form is the documented one
+   * (https://docs.apimaker.dev/v1/docs/apis-all/events/user-created-events-api.html):
+   *
+   *   import * as T from 'types';
+   *   async function main(g: T.IAMGlobal) {
+   *       return await g.sys.db.getAll({
+   *           instance: "INSTANCE_NAME",
+   *           collection: "COLLECTION_NAME",
+   *           database: "DATABASE_NAME",
+   *       });
+   *   };
+   *   module.exports = main;
+   *
+   * and it reads the person as API Maker hands it (https://docs.apimaker.dev/v1/examples/req/auth/authAMDB.html:
+   * "To get the value of request header x-am-user-authorization, use g.req.auth.authAMDB.") and the API user
+   * (https://docs.apimaker.dev/v1/docs/authorization/AMApiUser.html: "use g.req.auth.authAMUser").
+   */
+  apiMaker: `import * as T from 'types';
+import type { IAMGlobal } from 'types';
+
+async function main(g: T.IAMGlobal) {
+    const person = g.req.auth.authAMDB;
+    if (!person) return { canConnect: false, errorText: 'Sign in first.' };
+    const rows = await g.sys.db.getAll({
+        instance: "mongodb",
+        collection: "customers",
+        database: "am_bench",
+        queryParams: { find: { customer_id: person.customer_id } },
+    });
+    if (rows.length === 0) return { canConnect: false, errorText: 'no customer ' + person.customer_id + ' for ' + g.req.auth.authAMUser.name };
+    return { canConnect: true };
+};
+module.exports = main;`,
   echoesRequest: `async function main(g) {
       const { apiUser, person } = g.req.auth;
       return { canConnect: false, errorText: JSON.stringify([apiUser.name, apiUser.groups, person.customer_id, g.req.eventData.apiName]) };

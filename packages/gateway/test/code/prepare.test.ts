@@ -122,6 +122,50 @@ describe('lean or sandbox', () => {
   });
 });
 
+describe("API Maker's code, as written", () => {
+  const lines = (text: string): number => text.split('\n').length;
+
+  it('its typings import and CommonJS export are blanked, keeping length and lines, and leave lean code lean', () => {
+    const prepared = code(SOURCES.apiMaker);
+    assert.deepEqual([prepared.lean, prepared.reasons, prepared.exportsMain], [true, [], false]);
+    assert.doesNotMatch(prepared.source, /types|module|exports/);
+    assert.equal(prepared.source.length, SOURCES.apiMaker.length);
+    assert.equal(lines(prepared.source), lines(SOURCES.apiMaker));
+  });
+
+  it('takes every documented form of the import and the export', () => {
+    const body = '(g) { return { canConnect: g.req.auth.authAMDB?.country === "India" } }';
+    for (const source of [
+      `import * as T from 'types';\nasync function main${body}\nmodule.exports = main;`,
+      `import { EType } from 'types';\nimport * as db from 'db-interfaces';\nfunction main${body}\nmodule.exports.main = main;`,
+      `import type { IAMGlobal } from 'types';\nfunction main${body};\nexports.main = main;`,
+      `import { type IAMGlobal } from 'types';\nimport 'types';\nmodule.exports = async function ${body};`,
+      `function check${body}\nmodule.exports =\n  check;`,
+      `module.exports = async ${body.replace(')', ') =>')};`,
+    ]) {
+      const prepared = code(source);
+      assert.deepEqual([prepared.lean, prepared.reasons], [true, []], source);
+      assert.equal(lines(prepared.source), lines(source), source);
+    }
+  });
+
+  it('code that needs the sandbox for other reasons still goes there, and keeps its other imports', () => {
+    const prepared = code("import * as T from 'types';\nimport os from 'node:os';\nfunction main() { return { canConnect: os.cpus().length > 0 } }\nmodule.exports = main;");
+    assert.equal(prepared.lean, false);
+    assert.deepEqual(prepared.reasons, ['line 2: module syntax (import or export)']);
+    assert.match(prepared.source, /import os from 'node:os'/);
+  });
+
+  it("refuses, naming the line: a value of API Maker's typings, another CommonJS export", () => {
+    assert.throws(
+      () => code("import * as T from 'types';\nfunction main() { throw [{ code: T.EStatusCode.UNAUTHORIZED }] }\nmodule.exports = main;"),
+      configError(/^events\.order-updates\.canConnect: line 2: T, from API Maker's 'types', is used as a value; its types are stripped, but Herald has no such module$/),
+    );
+    assert.throws(() => code('function main() {}\nmodule.exports.handler = main;'), configError(/line 2: module\.exports\.handler is not an export Herald reads/));
+    assert.throws(() => code('function main() {}\nmodule.exports = { main };'), configError(/line 2: module\.exports must be main, a function, or a function's name/));
+  });
+});
+
 describe('an async main that never awaits runs as a plain function', () => {
   const runnable = (source: string): string => code(source).source;
 

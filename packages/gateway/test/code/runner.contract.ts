@@ -35,6 +35,13 @@ export function runnerContract(name: string, make: (limits: RunnerLimits) => Cod
       assert.equal(echoed.errorText, JSON.stringify(['bench', ['bench'], 2, 'order-updates']));
     });
 
+    it("runs API Maker's code as written: its typings import, its CommonJS export, g.req.auth.authAMDB and authAMUser", async () => {
+      assert.deepEqual(await run(SOURCES.apiMaker), { canConnect: true });
+      assert.deepEqual(await run(SOURCES.apiMaker, outsider), { canConnect: false, errorText: 'no customer 42 for bench' });
+      const anonymous = await runner.canConnect(code(SOURCES.apiMaker), request(null), sys);
+      assert.deepEqual(anonymous, { canConnect: false, errorText: 'Sign in first.' });
+    });
+
     it('reads the database through g.sys.db.getAll', async () => {
       assert.deepEqual(await run(SOURCES.fromDatabase, { customer_id: 7 }), { canConnect: true });
       assert.deepEqual(await run(SOURCES.fromDatabase, outsider), { canConnect: false, errorText: 'no customer 42' });

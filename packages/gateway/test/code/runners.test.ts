@@ -25,10 +25,13 @@ describe('CodeRunners', () => {
     await new CodeRunners().close();
   });
 
-  it('builds g.req from the API user, the person and the REGISTER entry, as plain values', () => {
+  it('builds g.req from the API user, the person and the REGISTER entry, as plain values, also under API Maker\'s names', () => {
     const entry = { eventType: 'CUSTOM_WS_EVENTS', apiName: 'order-updates' };
     const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', fields: { customer_id: 2 } }, entry);
-    assert.deepEqual(built, { auth: { apiUser: { name: 'bench', groups: ['bench'] }, person: { customer_id: 2 } }, eventData: entry });
-    assert.deepEqual(canConnectRequest({ name: 'bench', groups: new Set() }, undefined, entry).auth, { apiUser: { name: 'bench', groups: [] } });
+    const apiUser = { name: 'bench', groups: ['bench'] };
+    const person = { customer_id: 2 };
+    assert.deepEqual(built, { auth: { apiUser, authAMUser: apiUser, person, authAMDB: person }, eventData: entry });
+    const nobody = { name: 'bench', groups: [] };
+    assert.deepEqual(canConnectRequest({ name: 'bench', groups: new Set() }, undefined, entry).auth, { apiUser: nobody, authAMUser: nobody });
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import inspector from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -83,6 +84,49 @@ describe('process sandbox beyond the contract', () => {
     assert.equal(existsSync(written), false);
     denied(await once("import { execFileSync } from 'node:child_process'; function main() { execFileSync('/bin/true'); return { canConnect: true } }"), 'allow-child-process');
     denied(await once("import { Worker } from 'node:worker_threads'; function main() { new Worker('1', { eval: true }); return { canConnect: true } }"), 'allow-worker');
+  });
+
+  it('cannot signal or reprioritise any process, the node included: ERR_ACCESS_DENIED, and the node hears nothing', async () => {
+    const heard: string[] = [];
+    const hear = (signal: NodeJS.Signals) => () => heard.push(signal);
+    const listeners = (['SIGTERM', 'SIGINT', 'SIGHUP'] as const).map((signal) => [signal, hear(signal)] as const);
+    for (const [signal, listener] of listeners) process.on(signal, listener);
+    const runner = processSandbox({ ...CONTRACT_LIMITS, size: 1 });
+    const attempt = (imports: string, statement: string) =>
+      runner.canConnect(code(`${imports} function main() { ${statement}; return { canConnect: true } }`), request(), customerCalls());
+    try {
+      const kills = [
+        "process.kill(process.ppid, 'SIGTERM')",
+        'process.kill(process.pid)',
+        "process.kill(-process.ppid, 'SIGTERM')",
+        "process.kill(0, 'SIGTERM')",
+        "process.getBuiltinModule('process').kill(process.ppid, 'SIGHUP')",
+        "try { Object.defineProperty(process, 'kill', { value: () => true }) } catch {} try { delete process.kill } catch {} process.kill(process.ppid, 'SIGTERM')",
+      ];
+      for (const statement of kills) denied(await attempt('', statement), 'process\\.kill');
+      for (const method of ['_kill', '_debugProcess', 'abort']) denied(await attempt('', `process.${method}(process.ppid, 15)`), `process\\.${method}`);
+      denied(await attempt("import proc from 'node:process';", "proc.kill(process.ppid, 'SIGINT')"), 'process\\.kill');
+      denied(await attempt("import { setPriority } from 'node:os';", 'setPriority(process.ppid, 19)'), 'os\\.setPriority');
+      denied(await attempt("import os from 'node:os';", 'os.setPriority(process.ppid, 19)'), 'os\\.setPriority');
+    } finally {
+      await runner.close();
+      for (const [signal, listener] of listeners) process.off(signal, listener);
+    }
+    assert.deepEqual(heard, []);
+    assert.equal(inspector.url(), undefined, 'no inspector was opened in the node (SIGUSR1)');
+  });
+
+  it('runs each worker in a session and process group of its own', async () => {
+    const runner = processSandbox({ ...CONTRACT_LIMITS, size: 1 });
+    try {
+      const verdict = await runner.canConnect(code('function main() { return { canConnect: false, errorText: String(process.pid) } }'), request(), customerCalls());
+      const pid = Number(verdict.errorText);
+      // /proc/<pid>/stat: pid (comm) state ppid pgrp session ...
+      const [ppid, pgrp, session] = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) \S+ /s, '').split(' ').map(Number);
+      assert.deepEqual({ ppid, pgrp, session }, { ppid: process.pid, pgrp: pid, session: pid });
+    } finally {
+      await runner.close();
+    }
   });
 
   it('sees none of the node’s environment', async () => {

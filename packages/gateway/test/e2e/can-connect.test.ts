@@ -1,7 +1,7 @@
 /** Events' can-connect code on REGISTER: allowed, refused with its errorText, and failures that harm nobody. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { TestSocket, apiToken, metric, onEvent, personToken, startNode, type TestNode } from '../support/gateway.ts';
+import { TestSocket, apiToken, emit, metric, onEvent, personToken, startNode, type TestNode } from '../support/gateway.ts';
 
 let node: TestNode;
 let api: string;
@@ -12,6 +12,8 @@ const events = {
   }`,
   throws: `async function main() { throw new Error('the rules are broken'); }`,
   loops: `async function main() { for (;;) {} }`,
+  // In the sandbox (it names process), whose worker is a child of this process: the node's own.
+  signals: `function main() { process.kill(process.ppid, 'SIGTERM'); return { canConnect: true }; }`,
   criteria: `async function main(g) {
     const wanted = g.req.eventData.condition?.criteria?.room;
     return { canConnect: wanted === 'lobby', errorText: 'only the lobby' };
@@ -60,5 +62,14 @@ test('code that throws or never ends is a refusal with its reason, counted, and 
   assert.equal(await outcome(client, onEvent('announcements')), 'valid');
   assert.equal(await metric(node, 'herald_can_connect_total', { event: 'throws', result: 'threw' }), 1);
   assert.equal(await metric(node, 'herald_can_connect_total', { event: 'loops', result: 'timeout' }), 1);
+  await client.close();
+});
+
+test('sandbox code that signals the node is refused (ERR_ACCESS_DENIED), and the node keeps running and delivering', async () => {
+  const client = await TestSocket.connect(node, api);
+  assert.match(await outcome(client, onEvent('signals')), /^CAN_CONNECT_REFUSED: the event's code failed \(threw\): .*ERR_ACCESS_DENIED.*process\.kill/);
+  assert.equal(await outcome(client, onEvent('announcements')), 'valid');
+  assert.equal((await emit(node, api, 'announcements', { n: 1 })).status, 200);
+  assert.deepEqual((await client.next('NOTIFICATION')).response.eventData, { n: 1 });
   await client.close();
 });

@@ -1,4 +1,5 @@
 /** Test support: raw HTTP/1.1 over TCP, for what fetch cannot show (bytes, pieces, pipelining, one connection's life). */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 
@@ -31,6 +32,14 @@ export class RawHttp {
     this.socket.write(text);
   }
 
+  /** Every response until the server closes the connection, and the bytes after the last whole one. */
+  async rest(): Promise<{ responses: RawResponse[]; unread: string }> {
+    await this.closed;
+    const responses: RawResponse[] = [];
+    for (let response = this.#take(); response; response = this.#take()) responses.push(response);
+    return { responses, unread: this.#bytes.toString('latin1') };
+  }
+
   async next(): Promise<RawResponse> {
     for (;;) {
       const response = this.#take();
@@ -50,6 +59,32 @@ export class RawHttp {
     const body = this.#bytes.toString('utf8', headEnd + 4, end);
     this.#bytes = this.#bytes.subarray(end);
     return { status: Number(statusLine!.split(' ')[1]), headers: lines.filter((line) => !/^date:/i.test(line)), body };
+  }
+}
+
+/**
+ * A connection to `port` with the server's end of it, found on Node's `net.server.socket` channel: a test can make the
+ * server read pieces of the sizes it chooses, by emitting them as the server socket's 'data' events.
+ */
+export async function connectionPair(port: number): Promise<{ client: RawHttp; server: Socket }> {
+  const accepted: Socket[] = [];
+  let wake: (() => void) | undefined;
+  const onAccepted = (message: unknown): void => {
+    accepted.push((message as { socket: Socket }).socket);
+    wake?.();
+  };
+  subscribe('net.server.socket', onAccepted);
+  try {
+    const client = new RawHttp(port);
+    await once(client.socket, 'connect');
+    const ours = (socket: Socket): boolean => socket.localPort === port && socket.remotePort === client.socket.localPort;
+    for (;;) {
+      const server = accepted.find(ours);
+      if (server) return { client, server };
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    unsubscribe('net.server.socket', onAccepted);
   }
 }
 
