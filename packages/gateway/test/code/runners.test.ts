@@ -27,7 +27,7 @@ describe('CodeRunners', () => {
 
   it('builds g.req from the API user, the person and the REGISTER entry, as plain values', () => {
     const entry = { eventType: 'CUSTOM_WS_EVENTS', apiName: 'order-updates' };
-    const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', fields: { customer_id: 2 } }, entry);
+    const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', id: 'NICK', key: 'customers:NICK', fields: { customer_id: 2 } }, entry);
     assert.deepEqual(built, { auth: { apiUser: { name: 'bench', groups: ['bench'] }, person: { customer_id: 2 } }, eventData: entry });
     assert.deepEqual(canConnectRequest({ name: 'bench', groups: new Set() }, undefined, entry).auth, { apiUser: { name: 'bench', groups: [] } });
   });
