@@ -193,7 +193,7 @@ describe('the control API', () => {
       assert.equal(reply.status, 400, JSON.stringify(body));
       assert.match(reply.body.errors[0].message, message);
     }
-    for (const query of [{}, { person: 'NICK' }, { person: 'customers:NICK', event: 'x' }]) {
+    for (const query of [{}, { person: 'NICK' }, { person: 'customers:NICK', event: 'x' }] as Array<Record<string, string>>) {
       assert.equal((await presence(node, query, api)).status, 400, JSON.stringify(query));
     }
   });
