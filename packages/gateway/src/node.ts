@@ -89,6 +89,7 @@ export class Gateway {
     this.#sessions = new LocalSessions({
       hub: this.hub,
       authenticator: this.authenticator,
+      revocations: this.#revocations,
       metrics: this.metrics,
       expiryNoticeMs: config.auth.expiryNoticeMs,
       webhooks: this.#webhooks,

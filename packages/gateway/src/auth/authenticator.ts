@@ -42,6 +42,9 @@ export interface RevocationList {
   personRevokedAt(key: string): number | undefined;
 }
 
+/** The one rule: a token issued at or before its subject's revocation (both ms) is revoked. */
+export const isRevoked = (revokedAt: number | undefined, issuedAt: number): boolean => revokedAt !== undefined && issuedAt <= revokedAt;
+
 /** A person's key, as Person.key holds it. */
 export const personKeyOf = (generator: string, id: string): string => `${generator}:${id}`;
 

@@ -9,6 +9,7 @@ import type { Config, TokenGeneratorConfig } from '../config/schema.ts';
 import type { DataSource } from '../data/data-source.ts';
 import { GatewayError } from '../errors.ts';
 import {
+  isRevoked,
   personKeyOf,
   type ApiUser,
   type Authenticator,
@@ -90,8 +91,8 @@ function timesOf({ iat, exp }: Claims): TokenTimes {
 }
 
 function refuseRevoked(revokedAt: number | undefined, issuedAt: number, whose: string): void {
-  if (revokedAt !== undefined && issuedAt <= revokedAt) {
-    throw new GatewayError('TOKEN_REVOKED', `the tokens of ${whose} issued before ${new Date(revokedAt).toISOString()} were revoked`);
+  if (isRevoked(revokedAt, issuedAt)) {
+    throw new GatewayError('TOKEN_REVOKED', `the tokens of ${whose} issued until ${new Date(revokedAt!).toISOString()} were revoked`);
   }
 }
 

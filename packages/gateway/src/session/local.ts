@@ -4,7 +4,7 @@
  * tells it of every connection that opens and closes; the hub still owns the connections and their subscriptions.
  */
 import { CloseCode, ErrorCode, encodeFrame, encodeTokenExpiring, type RefreshFrame, type WireError } from '@herald/protocol';
-import type { Authenticator, VerifiedPersonToken } from '../auth/authenticator.ts';
+import { isRevoked, type Authenticator, type RevocationList, type VerifiedPersonToken } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import type { Hub } from '../hub/hub.ts';
 import { addTo, membersOf, removeFrom, type Few } from '../hub/few.ts';
@@ -18,6 +18,8 @@ import type { Subject } from './subjects.ts';
 export interface LocalSessionsOptions {
   hub: Hub;
   authenticator: Authenticator;
+  /** What the authenticator checks tokens against: checked again as a connection opens (below). */
+  revocations: RevocationList;
   metrics: Metrics;
   /** TOKEN_EXPIRING is sent this long before a connection's tokens expire (auth.expiryNoticeMs). */
   expiryNoticeMs: number;
@@ -77,6 +79,14 @@ export class LocalSessions implements SessionHooks {
     if (person !== undefined) this.#people.set(person.key, addTo(this.#people.get(person.key), session));
     this.#expiry.add(session);
     this.#options.webhooks?.connected(session);
+    // A revocation that arrived between this connection's token check and now found nothing here to close.
+    if (this.#revoked(session)) this.#close(session, CloseCode.TOKEN_REVOKED, ErrorCode.TOKEN_REVOKED);
+  }
+
+  #revoked({ apiToken, personToken }: Session): boolean {
+    const { revocations } = this.#options;
+    if (isRevoked(revocations.apiUserRevokedAt(apiToken.user.name), apiToken.issuedAt)) return true;
+    return personToken !== undefined && isRevoked(revocations.personRevokedAt(personToken.person.key), personToken.issuedAt);
   }
 
   closed(session: Session, code: number): void {
@@ -158,7 +168,7 @@ export class LocalSessions implements SessionHooks {
     let closed = 0;
     for (const session of [...this.of(subject)]) {
       const token = subject.kind === 'person' ? session.personToken : session.apiToken;
-      if (token === undefined || token.issuedAt > issuedUntil) continue;
+      if (token === undefined || !isRevoked(issuedUntil, token.issuedAt)) continue;
       this.#close(session, code, reason);
       closed++;
     }
