@@ -165,7 +165,7 @@ export function createMetrics() {
     }),
     repliesDropped: new Counter({
       name: 'herald_replies_dropped_total',
-      help: 'Replies (REGISTER, UNREGISTER, ERROR) not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',
+      help: 'Replies (REGISTER, UNREGISTER, REFRESH, ERROR) and TOKEN_EXPIRING notices not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',
       labelNames: ['reason'],
       registers,
     }),
