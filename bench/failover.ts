@@ -67,7 +67,7 @@ const count = async (port: number, name: string): Promise<number> => (await metr
  * Ready when it says it listens (logged once, at info; the node logs no line per request): /readyz could be
  * answered by another node sharing the port.
  */
-async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
+export async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
   const proc = start(name, 'node', [...GATEWAY_NODE_ARGS, GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, `${ctx.runDir}/${name}.log`);
   await waitFor(`${name} on ${port}`, () => proc.stdout.includes('herald gateway listening'), 60_000);
   ctx.sampler.watch(name, proc.child.pid!);

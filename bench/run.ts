@@ -10,7 +10,7 @@
  *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
  *                                 18,000 clients connected), broadcast-18k, can-connect, pairs (the gateway and
  *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), floors (the
- *                                 machine's, floorScenario), restart, kill (bench/failover.ts)
+ *                                 machine's, floorScenario), restart, kill (bench/failover.ts), revoke (bench/revoke.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  * What the scenarios share (options, results, targets, load runs, fills) is in suite.ts; the load runs the pairs
@@ -18,6 +18,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
+import { revokeScenario } from './revoke.ts';
 import { floorScenario } from './floors.ts';
 import { memoryScenario } from './memory.ts';
 import { pairedRatios } from './pairs.ts';
@@ -27,7 +28,7 @@ import { churnStep, notifySteps } from './steps.ts';
 import { CONNECTED, EVERY_CLIENT, freshTarget, growFill, LEVELS, medianOfRuns, NOTIFY_CLIENTS, NOTIFY_S, NOTIFY_WARMUP_S, ONLY, OUT_DIR, prefix, QUICK, RATE_RUNS, record, recordMedians, results, runLoad, RUN_DIR, runSteps, sampler, serverStats, startTarget, stopFills, stopTarget, untilNoClients, wanted, type Target } from './suite.ts';
 
 /** Scenarios with processes of their own, run after the targets. */
-const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario]];
+const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario], ['revoke', revokeScenario]];
 /** Scenarios that start what they measure themselves, after the targets' own runs. */
 const OWN_PROCESSES = new Set(['pairs', 'floors', ...FAILOVER.map(([name]) => name)]);
 /** The three targets run in turn only when a scenario of theirs is wanted. */

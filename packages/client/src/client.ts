@@ -11,6 +11,7 @@ import {
   type ClientFrame,
   type InvalidOnEvent,
   type OnEvent,
+  type RefreshReply,
   type RegisterReply,
   type ServerFrame,
   type UnregisterReply,
@@ -65,7 +66,12 @@ export interface ClientEvents {
   disconnected: DisconnectedEvent;
   /** Open again, with the held subscriptions registered again. */
   reconnected: ReconnectedEvent;
-  /** getTokens failed (the held tokens are used), or a frame answered nothing. The client carries on. */
+  /** The connection took new tokens in band (REFRESH): the node keeps it open until `expiresAt` (ms). */
+  refreshed: { expiresAt: number };
+  /**
+   * getTokens failed (the held tokens are used), a frame answered nothing, or the node refused a REFRESH (then it
+   * closes the connection at its tokens' expiry, 4001, and the client reconnects). The client carries on.
+   */
   error: Error;
 }
 
@@ -92,6 +98,9 @@ export class HeraldClient {
     notification: (n) => this.#events.emit('notification', { ...n, eventId: this.#subscriptions.handleOf(n.eventId) }),
     closed: (connection) => this.#onClosed(connection),
     error: (error) => this.#events.emit('error', error),
+    expiring: () => {
+      if (this.#settings.refreshable) void this.#refresh();
+    },
   };
   #resolveClosed: (info: CloseInfo) => void = () => {};
   #state: ClientState = 'idle';
@@ -103,6 +112,8 @@ export class HeraldClient {
   readonly #openWaiters: Waiter<Connection>[] = [];
   #wake: (() => void) | undefined;
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The refresh in flight: the node's notice and the client's own timer may both ask for one. */
+  #refreshing: Promise<void> | undefined;
 
   constructor(options: ConnectOptions) {
     this.#settings = settingsOf(options);
@@ -348,10 +359,29 @@ export class HeraldClient {
     this.#refreshTimer = setTimeout(() => void this.#refresh(), Math.max(0, delayMs));
   }
 
-  async #refresh(): Promise<void> {
+  /**
+   * New tokens from getTokens, held for the next connect and given to the open connection in band (REFRESH). If
+   * that fails or is refused, nothing more: the node closes the connection at its tokens' expiry (4001), and the
+   * reconnect that follows asks getTokens again (reason `expired`).
+   */
+  #refresh(): Promise<void> {
+    this.#refreshing ??= this.#refreshNow().finally(() => (this.#refreshing = undefined));
+    return this.#refreshing;
+  }
+
+  async #refreshNow(): Promise<void> {
+    let connection: Connection | undefined;
     try {
-      this.#setTokens(await this.#settings.getTokens({ reason: 'refresh' }), 'refresh');
+      const tokens = await this.#settings.getTokens({ reason: 'refresh' });
+      this.#setTokens(tokens, 'refresh');
+      connection = this.#state === 'open' ? this.#connection : undefined;
+      if (connection === undefined || connection.ended) return;
+      const reply = (await connection.request({ objType: 'REFRESH', apiToken: tokens.apiToken, personToken: tokens.personToken })) as RefreshReply;
+      if ('errors' in reply) throw new HeraldError(`the node refused the new tokens: ${reply.errors.map((e) => e.message).join('; ')}`, reply.errors);
+      this.#events.emit('refreshed', { expiresAt: reply.response.expiresAt });
     } catch (error) {
+      // A connection that closed meanwhile is the reconnect's business, not an error of the refresh.
+      if (connection?.ended) return;
       this.#events.emit('error', error instanceof Error ? error : new Error(String(error)));
     }
   }

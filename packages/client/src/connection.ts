@@ -33,6 +33,8 @@ export interface ConnectionHandlers {
   closed(connection: Connection): void;
   /** A frame that answers nothing: not JSON, or an ERROR with no request waiting. */
   error(error: Error): void;
+  /** The node says the connection's tokens expire at `expiresAt` (ms): REFRESH before then, or it closes with 4001. */
+  expiring(expiresAt: number): void;
 }
 
 interface Waiter {
@@ -69,7 +71,7 @@ export class Connection {
     });
   }
 
-  /** Send a frame and answer its reply (REGISTER or UNREGISTER); an ERROR reply rejects with its errors. */
+  /** Send a frame and answer its reply (REGISTER, UNREGISTER or REFRESH); an ERROR reply rejects with its errors. */
   request(frame: ClientFrame): Promise<ServerFrame> {
     if (this.ended) {
       const { code, reason } = this.ended;
@@ -105,7 +107,11 @@ export class Connection {
         return;
       case 'REGISTER':
       case 'UNREGISTER':
+      case 'REFRESH':
         this.#waiting.shift()?.resolve(frame);
+        return;
+      case 'TOKEN_EXPIRING':
+        this.#handlers.expiring(frame.response.expiresAt);
         return;
       case 'ERROR': {
         const error = new HeraldError(frame.errors.map((e) => e.message).join('; '), frame.errors);

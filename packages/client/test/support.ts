@@ -26,13 +26,19 @@ export async function restart(node: Node): Promise<Node> {
   return startNode(node.configFile, node.port);
 }
 
-/** A copy of the default config whose tokens live one second (file paths made absolute: the copy lives elsewhere). */
-export function shortLivedConfig(): string {
+/**
+ * A copy of the default config whose tokens live `ttlSeconds` (default one second), and whose connections are told
+ * `noticeMs` before their tokens expire (default 0: not told, only closed with 4001); file paths made absolute, as
+ * the copy lives elsewhere.
+ */
+export function shortLivedConfig(ttlSeconds = 1, noticeMs = 0): string {
   const text = readFileSync(DEFAULT_CONFIG_FILE, 'utf8');
   const adjusted = text
-    .replace('tokenTtlSeconds: 3600', 'tokenTtlSeconds: 1')
+    .replace('tokenTtlSeconds: 3600', `tokenTtlSeconds: ${ttlSeconds}`)
+    .replace('expiryNoticeMs: 60000', `expiryNoticeMs: ${noticeMs}`)
     .replace(/\b(seed|file): ([^\s,}]+)/g, (_, key: string, path: string) => `${key}: ${resolve(dirname(DEFAULT_CONFIG_FILE), path)}`);
-  assert.ok(adjusted.includes('tokenTtlSeconds: 1') && adjusted.includes(`seed: /`), 'default.yaml changed shape');
+  const changed = [`tokenTtlSeconds: ${ttlSeconds}`, `expiryNoticeMs: ${noticeMs}`, 'seed: /'].every((part) => adjusted.includes(part));
+  assert.ok(changed, 'default.yaml changed shape');
   const file = join(mkdtempSync(join(tmpdir(), 'herald-client-')), 'short-lived.yaml');
   writeFileSync(file, adjusted);
   return file;
@@ -51,9 +57,9 @@ async function token(node: Node, body: object): Promise<string> {
 
 export const apiToken = (node: Node) => token(node, { authTokenType: 'AM', authTokenAM: { u: 'bench', p: 'bench' } });
 
-/** NICK's person token: customer_id 2. */
-export const personToken = (node: Node) =>
-  token(node, { authTokenType: 'AM_DB', authTokenAMDB: { generator: 'customers', u: 'NICK', p: 'WAHLBERG' } });
+/** A person's token: NICK's (customer_id 2) unless another is named. */
+export const personToken = (node: Node, u = 'NICK', p = 'WAHLBERG') =>
+  token(node, { authTokenType: 'AM_DB', authTokenAMDB: { generator: 'customers', u, p } });
 
 export async function emit(node: Node, name: string, eventData: object): Promise<void> {
   const response = await fetch(`${node.http}/api/system-api/bench/emit-event-ws`, {

@@ -165,7 +165,7 @@ export function createMetrics() {
     }),
     repliesDropped: new Counter({
       name: 'herald_replies_dropped_total',
-      help: 'Replies (REGISTER, UNREGISTER, ERROR) not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',
+      help: 'Replies (REGISTER, UNREGISTER, REFRESH, ERROR) and TOKEN_EXPIRING notices not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',
       labelNames: ['reason'],
       registers,
     }),
@@ -173,6 +173,50 @@ export function createMetrics() {
       name: 'herald_internal_errors_total',
       help: 'Unexpected throws the node contained, by where: fan_out (one emit\'s fan-out ended), frame (one client closed with 1011), broker_message (one message from Redis dropped)',
       labelNames: ['where'],
+      registers,
+    }),
+    expiryNotices: new Counter({
+      name: 'herald_token_expiry_notices_total',
+      help: 'TOKEN_EXPIRING frames sent: a connection whose tokens expire within auth.expiryNoticeMs',
+      registers,
+    }),
+    sessionsExpired: new Counter({
+      name: 'herald_sessions_expired_total',
+      help: 'Connections closed with 4001 because their tokens expired and were not refreshed',
+      registers,
+    }),
+    refreshes: new Counter({
+      name: 'herald_refreshes_total',
+      help: 'REFRESH frames answered, by result: accepted, refused (the refusals also count in herald_refusals_total by code)',
+      labelNames: ['result'],
+      registers,
+    }),
+    controlCloses: new Counter({
+      name: 'herald_control_closes_total',
+      help: 'Connections this node closed for the control API, by action: disconnect (4003 or 4503), revoke (4504)',
+      labelNames: ['action'],
+      registers,
+    }),
+    revocations: new Gauge({
+      name: 'herald_revocations',
+      help: "Revoked persons and API users this node knows (each refuses its tokens issued before the revocation)",
+      registers,
+    }),
+    presenceQueries: new Counter({
+      name: 'herald_presence_queries_total',
+      help: 'Presence queries this node asked the fleet, by complete: true (every live node answered in time) or false',
+      labelNames: ['complete'],
+      registers,
+    }),
+    webhookEvents: new Counter({
+      name: 'herald_webhook_events_total',
+      help: 'Connect and disconnect events for the back end\'s webhook, by result: sent, failed (given up after webhooks.maxAttempts, or refused with a 4xx), dropped (the queue was full)',
+      labelNames: ['result'],
+      registers,
+    }),
+    webhookRetries: new Counter({
+      name: 'herald_webhook_retries_total',
+      help: 'Webhook batches sent again after a failure (no answer, a timeout, a 5xx or 429)',
       registers,
     }),
     framesPaused: new Counter({

@@ -28,7 +28,13 @@ import { healthRoutes } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
 import { emitFastRoute, emitPath, systemApi } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
+import { controlApi } from './http/control-api.ts';
+import { FleetControl } from './session/fleet.ts';
+import { LocalSessions } from './session/local.ts';
+import { Revocations } from './session/revocations.ts';
+import { Webhooks } from './webhooks.ts';
 import { Hub } from './hub/hub.ts';
+import { describe, type Subject } from './session/subjects.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { Admission } from './transport/admission.ts';
 import { WebSocketTransport } from './transport/websocket.ts';
@@ -55,6 +61,10 @@ export class Gateway {
   readonly #admission: Admission;
   readonly #runners: CodeRunners;
   readonly #fastPath: EmitFastPath | undefined;
+  readonly #revocations: Revocations;
+  readonly #sessions: LocalSessions;
+  readonly #control: FleetControl;
+  readonly #webhooks: Webhooks | undefined;
   #ready = false;
 
   private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string) {
@@ -72,7 +82,28 @@ export class Gateway {
     this.broker = broker;
     const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, contain, ...websocket });
-    this.authenticator = new JwtAuthenticator({ config, dataSources });
+    // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
+    this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
+    this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations });
+    this.#webhooks = this.#webhooksFor(broker.nodeId);
+    this.#sessions = new LocalSessions({
+      hub: this.hub,
+      authenticator: this.authenticator,
+      revocations: this.#revocations,
+      metrics: this.metrics,
+      expiryNoticeMs: config.auth.expiryNoticeMs,
+      webhooks: this.#webhooks,
+    });
+    this.#control = new FleetControl({
+      broker,
+      hub: this.hub,
+      local: this.#sessions,
+      revocations: this.#revocations,
+      metrics: this.metrics,
+      contain,
+      keepRevocationsMs: longestTokenLifeMs(config),
+      presenceTimeoutMs: config.control.presenceTimeoutMs,
+    });
     const tables = new TableCatalogue(config.instances);
     const catalogue = new EventCatalogue(config.events, tables);
     installErrorHandling(this.#app, this.metrics);
@@ -87,6 +118,7 @@ export class Gateway {
       hub: this.hub,
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
+      sessions: this.#sessions,
     });
     const systemApiOptions = { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics };
     if (config.server.emitFastPath) {
@@ -98,6 +130,7 @@ export class Gateway {
       const { authenticator, metrics } = this;
       systemApi(app, systemApiOptions);
       tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics });
+      controlApi(app, { userPath: config.userPath, authenticator, control: this.#control, groups: config.control.groups });
       healthRoutes(app, { metrics, ready: () => this.#ready && this.broker.ready() });
     });
   }
@@ -173,13 +206,45 @@ export class Gateway {
     });
   }
 
+  /** Revocations read from the broker at start, and its recent ones again every third of a Redis lease. */
+  #revocationsFor(broker: Broker, learned: (subject: Subject, revokedAt: number) => void): Revocations {
+    const { metrics } = this;
+    const { redis } = this.config;
+    return new Revocations({
+      broker,
+      keepMs: longestTokenLifeMs(this.config),
+      pollMs: redis ? Math.max(100, Math.floor(redis.leaseMs / 3)) : undefined,
+      learned: (subject, revokedAt) => {
+        this.#app.log.info({ subject: describe(subject), revokedAt }, 'tokens revoked');
+        learned(subject, revokedAt);
+      },
+      counted: (size) => metrics.revocations.set(size),
+      failed: (error) => this.#app.log.warn({ err: error }, 'could not read the revocations; the next read reads back further'),
+    });
+  }
+
+  #webhooksFor(nodeId: string): Webhooks | undefined {
+    const { webhooks } = this.config;
+    if (!webhooks) return undefined;
+    const log = this.#app.log;
+    return new Webhooks({
+      config: webhooks,
+      nodeId,
+      metrics: this.metrics,
+      gaveUp: (events, why) => log.warn({ events, why }, 'gave up sending connect and disconnect events to the webhook'),
+    });
+  }
+
   get log(): FastifyBaseLogger {
     return this.#app.log;
   }
 
   /** Start the broker, then listen; answers the port (useful with port 0). */
   async listen(): Promise<number> {
-    await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
+    await this.broker.start((event, eventData) => this.hub.deliver(event, eventData), this.#control.receive);
+    // Before the port opens: no handshake may pass a revocation this node has not read yet.
+    await this.#revocations.start();
+    this.#sessions.start();
     await this.#app.ready();
     this.#admission.install(this.#app.server);
     this.#fastPath?.install(this.#app.server);
@@ -200,6 +265,7 @@ export class Gateway {
    * takes every new client, and a client this node refused would wait 1-5 s before it tried again.
    */
   async close(): Promise<void> {
+    const deadline = performance.now() + this.config.drain.deadlineMs;
     this.#ready = false;
     if (this.config.server.reusePort) {
       // As Node's server ends its idle keep-alive connections on close: a back end's next emit then reaches the successor.
@@ -207,6 +273,8 @@ export class Gateway {
       this.#fastPath?.close();
     }
     this.#admission.close();
+    this.#sessions.close();
+    this.#revocations.close();
     await this.broker.close();
     const { batchSize, batchIntervalMs } = this.config.drain;
     const sessions = [...this.hub.sessions];
@@ -225,7 +293,17 @@ export class Gateway {
     await this.#app.close();
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
+    // Last, so that the disconnects of the drain are among what it sends; before the deadline's exit (main.ts).
+    await this.#webhooks?.close(deadline - WEBHOOK_FLUSH_MARGIN_MS);
   }
+}
+
+/** The webhooks' last sends end this long before the drain's deadline, which exits the process. */
+const WEBHOOK_FLUSH_MARGIN_MS = 250;
+
+/** How long a revocation matters: no token issued before it can live longer than this. */
+function longestTokenLifeMs({ auth }: Readonly<Config>): number {
+  return Math.max(auth.tokenTtlSeconds, auth.refreshTtlSeconds) * 1000;
 }
 
 /** HERALD_NODE_ID, or a new id; checked like a config field, since the fleet's registry in Redis relies on it. */

@@ -19,10 +19,16 @@ export const CloseCode = {
   TOKEN_EXPIRED: 4001,
   /** The client did not answer pings in time. */
   PING_TIMEOUT: 4002,
+  /** The back end disconnected this person or API user and lets them come back (control API, reconnect: true). */
+  DISCONNECTED: 4003,
   /** No API user token was given. */
   TOKEN_MISSING: 4501,
   /** A token was malformed, badly signed, or of the wrong kind. */
   TOKEN_INVALID: 4502,
+  /** The back end disconnected this person or API user for good (control API, reconnect: false). */
+  DISCONNECTED_FINAL: 4503,
+  /** The tokens were revoked (control API): only tokens issued after the revocation (a new login) get in. */
+  TOKEN_REVOKED: 4504,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
@@ -39,6 +45,10 @@ export const ErrorCode = {
   TOKEN_MISSING: 'TOKEN_MISSING',
   TOKEN_INVALID: 'TOKEN_INVALID',
   TOKEN_EXPIRED: 'TOKEN_EXPIRED',
+  /** The token was issued before its person's or API user's tokens were revoked. */
+  TOKEN_REVOKED: 'TOKEN_REVOKED',
+  /** A REFRESH named another API user or person than the connection's. */
+  TOKEN_MISMATCH: 'TOKEN_MISMATCH',
   PERSON_TOKEN_REQUIRED: 'PERSON_TOKEN_REQUIRED',
   BAD_CREDENTIALS: 'BAD_CREDENTIALS',
   MALFORMED_JSON: 'MALFORMED_JSON',
@@ -54,6 +64,8 @@ export const ErrorCode = {
   TOO_MANY_SUBSCRIPTIONS: 'TOO_MANY_SUBSCRIPTIONS',
   BAD_REQUEST: 'BAD_REQUEST',
   NOT_FOUND: 'NOT_FOUND',
+  /** The API user may not call this route (the control API: config control.groups). */
+  FORBIDDEN: 'FORBIDDEN',
   UNAVAILABLE: 'UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;

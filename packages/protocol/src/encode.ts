@@ -8,6 +8,11 @@ export function encodeFrame(frame: ServerFrame): string {
 
 export const CONNECTED_FRAME = encodeFrame({ type: 'CONNECTED', response: { connected: true } });
 
+/** TOKEN_EXPIRING: the connection's tokens expire at `expiresAt` (ms). */
+export function encodeTokenExpiring(expiresAt: number): string {
+  return encodeFrame({ type: 'TOKEN_EXPIRING', response: { expiresAt } });
+}
+
 export function encodeErrors(type: 'TOKEN_VALIDATION' | 'ERROR', errors: WireError[]): string {
   return encodeFrame({ type, errors });
 }

@@ -17,6 +17,9 @@ export const MAX_CRITERIA_FIELDS = 16;
 /** Characters of a name in a frame: an event, a criteria or select field, a table part, an eventId. */
 export const MAX_FIELD_NAME_LENGTH = 128;
 
+/** Characters of a token in a REFRESH frame: a person token carries its generator's columns, yet stays far below this. */
+export const MAX_TOKEN_LENGTH = 8192;
+
 /** Field names in one select. */
 export const MAX_SELECT_FIELDS = 64;
 

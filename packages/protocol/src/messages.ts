@@ -46,7 +46,15 @@ export interface UnregisterFrame {
   onEvents: { eventId: string }[];
 }
 
-export type ClientFrame = RegisterFrame | UnregisterFrame;
+/** New tokens for an open connection: the same API user and person, later expiry; subscriptions stay. */
+export interface RefreshFrame {
+  objType: 'REFRESH';
+  apiToken: string;
+  /** Required when the connection has a person, and only then. */
+  personToken?: string | undefined;
+}
+
+export type ClientFrame = RegisterFrame | UnregisterFrame | RefreshFrame;
 
 export interface ValidOnEvent extends OnEvent {
   eventId: string;
@@ -83,6 +91,15 @@ export interface NotificationFrame {
   response: { eventId: string; eventType: EventType; eventData?: unknown };
 }
 
+/** The connection's tokens expire at `expiresAt` (ms since the epoch): send REFRESH before then, or be closed with 4001. */
+export interface TokenExpiringFrame {
+  type: 'TOKEN_EXPIRING';
+  response: { expiresAt: number };
+}
+
+/** The answer to REFRESH: the connection's new expiry, or why the tokens were refused (the connection is left as it was). */
+export type RefreshReply = { type: 'REFRESH'; response: { expiresAt: number } } | { type: 'REFRESH'; errors: WireError[] };
+
 /** A frame the node could not act on at all (malformed JSON, unknown objType). */
 export interface ErrorFrame {
   type: 'ERROR';
@@ -95,6 +112,8 @@ export type ServerFrame =
   | RegisterReply
   | UnregisterReply
   | NotificationFrame
+  | TokenExpiringFrame
+  | RefreshReply
   | ErrorFrame;
 
 /** The HTTP envelope of every system API answer. */

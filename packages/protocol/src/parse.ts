@@ -6,20 +6,24 @@ import {
   MAX_FIELD_NAME_LENGTH,
   MAX_FRAME_DEPTH,
   MAX_SELECT_FIELDS,
+  MAX_TOKEN_LENGTH,
   nestedDeeperThan,
   quoted,
   utf8Length,
   type FrameLimits,
 } from './limits.ts';
-import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent } from './messages.ts';
+import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent, type RefreshFrame } from './messages.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: WireError[] };
 
-/** A frame whose objType is known and whose onEvents is an array; entries are checked one by one later. */
-export interface RawClientFrame {
+/** A REGISTER or UNREGISTER whose onEvents is an array; entries are checked one by one later. */
+export interface RawEntriesFrame {
   objType: 'REGISTER' | 'UNREGISTER';
   onEvents: unknown[];
 }
+
+/** A frame whose objType is known: entries to check one by one, or a REFRESH whose tokens are strings within bounds. */
+export type RawClientFrame = RawEntriesFrame | RefreshFrame;
 
 const fail = (code: ErrorCode, message: string): { ok: false; errors: WireError[] } => ({
   ok: false,
@@ -42,14 +46,27 @@ export function parseClientFrame(text: string, limits: FrameLimits = DEFAULT_FRA
     return fail(ErrorCode.BAD_FRAME, `the frame nests deeper than ${MAX_FRAME_DEPTH} levels`);
   }
   const { objType, onEvents } = frame;
+  if (objType === 'REFRESH') return parseRefresh(frame);
   if (objType !== 'REGISTER' && objType !== 'UNREGISTER') {
-    return fail(ErrorCode.UNKNOWN_OBJ_TYPE, `objType must be REGISTER or UNREGISTER, got ${quoted(objType)}`);
+    return fail(ErrorCode.UNKNOWN_OBJ_TYPE, `objType must be REGISTER, UNREGISTER or REFRESH, got ${quoted(objType)}`);
   }
   if (!Array.isArray(onEvents)) return fail(ErrorCode.BAD_FRAME, 'onEvents must be an array');
   if (onEvents.length > limits.maxEntries) {
     return fail(ErrorCode.BAD_FRAME, `a frame may hold at most ${limits.maxEntries} onEvents entries, got ${onEvents.length}`);
   }
   return { ok: true, value: { objType, onEvents } };
+}
+
+/** A token: a string of 1 to MAX_TOKEN_LENGTH characters (its signature is the gateway's to check). */
+const isToken = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= MAX_TOKEN_LENGTH;
+
+/** REFRESH: `apiToken` required, `personToken` optional (absent or null: none); other fields are ignored. */
+function parseRefresh(frame: Record<string, unknown>): Parsed<RefreshFrame> {
+  const { apiToken, personToken } = frame;
+  if (!isToken(apiToken)) return fail(ErrorCode.BAD_FRAME, `apiToken must be a token: a string of 1 to ${MAX_TOKEN_LENGTH} characters`);
+  if (personToken === undefined || personToken === null) return { ok: true, value: { objType: 'REFRESH', apiToken } };
+  if (!isToken(personToken)) return fail(ErrorCode.BAD_FRAME, `personToken must be a token: a string of 1 to ${MAX_TOKEN_LENGTH} characters`);
+  return { ok: true, value: { objType: 'REFRESH', apiToken, personToken } };
 }
 
 function parseCriteria(condition: unknown, limits: FrameLimits): Parsed<Criteria | undefined> {

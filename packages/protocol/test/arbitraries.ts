@@ -55,10 +55,23 @@ export const registerEntry = fc.oneof(
 
 export const unregisterEntry = fc.oneof(fc.record({ eventId: fc.oneof(names, anyJson) }), anyJson);
 
-/** A frame as text: a REGISTER or UNREGISTER of arbitrary entries, any JSON at all, or not JSON. */
+const token = fc.oneof(
+  fc.constantFrom('eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJOSUNLIn0.c2ln', 'garbage', ''),
+  fc.string({ maxLength: 40 }),
+  fc.string({ minLength: 8190, maxLength: 8194 }),
+  anyJson,
+);
+
+/** A REFRESH frame: tokens usually strings, sometimes absent, null, too long or not strings. */
+export const refreshFrame = fc
+  .record({ objType: fc.constant('REFRESH'), apiToken: token, personToken: fc.oneof(token, fc.constant(null)), onEvents: anyJson }, { requiredKeys: ['objType'] })
+  .map((frame) => JSON.stringify(frame));
+
+/** A frame as text: a REGISTER, UNREGISTER or REFRESH of arbitrary content, any JSON at all, or not JSON. */
 export const frameText = fc.oneof(
   { weight: 6, arbitrary: fc.array(registerEntry, { maxLength: 6 }).map((onEvents) => JSON.stringify({ objType: 'REGISTER', onEvents })) },
   { weight: 2, arbitrary: fc.array(unregisterEntry, { maxLength: 4 }).map((onEvents) => JSON.stringify({ objType: 'UNREGISTER', onEvents })) },
+  { weight: 1, arbitrary: refreshFrame },
   { weight: 1, arbitrary: fc.record({ objType: anyJson, onEvents: anyJson }, { requiredKeys: [] }).map((frame) => JSON.stringify(frame)) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 200 }).map((entries) => JSON.stringify({ objType: 'REGISTER', onEvents: Array(entries).fill({}) })) },
   { weight: 1, arbitrary: fc.integer({ min: 10, max: 3000 }).map((depth) => `{"objType":"REGISTER","onEvents":[${'['.repeat(depth)}${']'.repeat(depth)}]}`) },

@@ -8,13 +8,14 @@ import {
   MAX_CRITERIA_FIELDS,
   MAX_FIELD_NAME_LENGTH,
   MAX_SELECT_FIELDS,
+  MAX_TOKEN_LENGTH,
   parseClientFrame,
   parseEventId,
   parseOnEvent,
   utf8Length,
   type WireError,
 } from '../src/index.ts';
-import { frameText, fuzzRuns, registerEntry, unregisterEntry } from './arbitraries.ts';
+import { frameText, fuzzRuns, refreshFrame, registerEntry, unregisterEntry } from './arbitraries.ts';
 
 const CODES = new Set<string>(Object.values(ErrorCode));
 /** A refusal names a catalogue code, is never INTERNAL, and its message does not grow with the input. */
@@ -30,8 +31,28 @@ test('parseClientFrame answers every text: a frame of a known objType with at mo
     fc.property(frameText, (text) => {
       const parsed = parseClientFrame(text);
       if (!parsed.ok) return assertRefusal(parsed.errors);
+      if (parsed.value.objType === 'REFRESH') return;
       assert.ok(parsed.value.objType === 'REGISTER' || parsed.value.objType === 'UNREGISTER');
       assert.ok(parsed.value.onEvents.length <= DEFAULT_FRAME_LIMITS.maxEntries);
+    }),
+    { numRuns: fuzzRuns(500) },
+  );
+});
+
+test('a REFRESH is accepted with an API token and an optional person token, each a string of 1 to MAX_TOKEN_LENGTH, and nothing else', () => {
+  const isToken = (value: unknown) => typeof value === 'string' && value.length > 0 && value.length <= MAX_TOKEN_LENGTH;
+  fc.assert(
+    fc.property(refreshFrame, (text) => {
+      const parsed = parseClientFrame(text);
+      const sent = JSON.parse(text) as Record<string, unknown>;
+      const personOk = sent.personToken === undefined || sent.personToken === null || isToken(sent.personToken);
+      assert.equal(parsed.ok, isToken(sent.apiToken) && personOk, text.slice(0, 200));
+      if (!parsed.ok) return assertRefusal(parsed.errors);
+      assert.deepEqual(parsed.value, {
+        objType: 'REFRESH',
+        apiToken: sent.apiToken,
+        ...(typeof sent.personToken === 'string' && { personToken: sent.personToken }),
+      });
     }),
     { numRuns: fuzzRuns(500) },
   );

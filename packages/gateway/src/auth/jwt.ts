@@ -8,7 +8,19 @@ import type { TokenGrant } from '@herald/protocol';
 import type { Config, TokenGeneratorConfig } from '../config/schema.ts';
 import type { DataSource } from '../data/data-source.ts';
 import { GatewayError } from '../errors.ts';
-import type { ApiUser, Authenticator, Person, PersonCredentials, TokenRequest } from './authenticator.ts';
+import {
+  isRevoked,
+  personKeyOf,
+  type ApiUser,
+  type Authenticator,
+  type Person,
+  type PersonCredentials,
+  type RevocationList,
+  type TokenRequest,
+  type TokenTimes,
+  type VerifiedApiToken,
+  type VerifiedPersonToken,
+} from './authenticator.ts';
 
 type TokenKind = 'api' | 'person';
 
@@ -20,7 +32,8 @@ interface Claims {
   /** A person's generator and selected columns. */
   gen?: string;
   usr?: Record<string, unknown>;
-  /** Expiry, s since the epoch (set by the signer). */
+  /** Issue time and expiry, s since the epoch (set by the signer). */
+  iat?: number;
   exp?: number;
 }
 
@@ -68,20 +81,35 @@ export interface JwtAuthenticatorOptions {
   config: Pick<Config, 'auth' | 'apiUsers' | 'tokenGenerators' | 'userPath'>;
   /** Data sources by instance name, for token generators. */
   dataSources: ReadonlyMap<string, DataSource>;
+  /** Revoked subjects (the control API's revoke); none without it. */
+  revocations?: RevocationList | undefined;
+}
+
+/** A token without `iat` counts as issued at the epoch (before any revocation), one without `exp` as never expiring. */
+function timesOf({ iat, exp }: Claims): TokenTimes {
+  return { issuedAt: (iat ?? 0) * 1000, expiresAt: exp === undefined ? Infinity : exp * 1000 };
+}
+
+function refuseRevoked(revokedAt: number | undefined, issuedAt: number, whose: string): void {
+  if (isRevoked(revokedAt, issuedAt)) {
+    throw new GatewayError('TOKEN_REVOKED', `the tokens of ${whose} issued until ${new Date(revokedAt!).toISOString()} were revoked`);
+  }
 }
 
 export class JwtAuthenticator implements Authenticator {
   readonly #apiUsers = new Map<string, { user: ApiUser; password: string }>();
-  readonly #verifiedApiTokens = new VerifiedTokens<ApiUser>(API_TOKENS_KEPT, TOKEN_KEPT_MS);
-  readonly #verifiedPersons = new VerifiedTokens<Person>(PERSON_TOKENS_KEPT, TOKEN_KEPT_MS);
+  readonly #verifiedApiTokens = new VerifiedTokens<VerifiedApiToken>(API_TOKENS_KEPT, TOKEN_KEPT_MS);
+  readonly #verifiedPersons = new VerifiedTokens<VerifiedPersonToken>(PERSON_TOKENS_KEPT, TOKEN_KEPT_MS);
+  readonly #revocations: RevocationList | undefined;
   readonly #config: JwtAuthenticatorOptions['config'];
   readonly #dataSources: ReadonlyMap<string, DataSource>;
   readonly #sign: (claims: Claims) => string;
   readonly #signRefresh: (claims: Claims) => string;
   readonly #verify: (token: string) => Claims;
 
-  constructor({ config, dataSources }: JwtAuthenticatorOptions) {
+  constructor({ config, dataSources, revocations }: JwtAuthenticatorOptions) {
     this.#config = config;
+    this.#revocations = revocations;
     this.#dataSources = dataSources;
     for (const [name, { password, groups }] of Object.entries(config.apiUsers)) {
       this.#apiUsers.set(name, { user: Object.freeze({ name, groups: new Set(groups) }), password });
@@ -100,28 +128,56 @@ export class JwtAuthenticator implements Authenticator {
     if (request.kind === 'AM') return this.#grant(this.#checkApiUser(request.u, request.p));
     if (request.kind === 'AM_DB') return this.#grant(await this.#checkPerson(request.credentials));
     const claims = this.#claims(request.refreshToken, 'refresh');
+    const { issuedAt } = timesOf(claims);
+    if (claims.for === 'person') this.#refusePersonRevoked(personKeyOf(claims.gen ?? '', claims.sub), issuedAt);
+    else this.#refuseApiUserRevoked(claims.sub, issuedAt);
     return this.#grant({ ...claims, typ: claims.for ?? 'api' });
   }
 
   verifyApiUser(token: string): ApiUser {
-    const now = Date.now();
-    const kept = this.#verifiedApiTokens.get(token, now);
-    if (kept !== undefined) return kept;
-    const claims = this.#claims(token, 'api');
-    const known = this.#apiUsers.get(claims.sub);
-    if (!known) throw new GatewayError('TOKEN_INVALID', `API user ${claims.sub} no longer exists`);
-    this.#verifiedApiTokens.set(token, known.user, now, claims.exp);
-    return known.user;
+    return this.verifyApiToken(token).user;
   }
 
   verifyPerson(token: string): Person {
+    return this.verifyPersonToken(token).person;
+  }
+
+  verifyApiToken(token: string): VerifiedApiToken {
     const now = Date.now();
-    const kept = this.#verifiedPersons.get(token, now);
-    if (kept !== undefined) return kept;
-    const claims = this.#claims(token, 'person');
-    const person: Person = { generator: claims.gen ?? '', fields: claims.usr ?? {} };
-    this.#verifiedPersons.set(token, person, now, claims.exp);
-    return person;
+    let verified = this.#verifiedApiTokens.get(token, now);
+    if (verified === undefined) {
+      const claims = this.#claims(token, 'api');
+      const known = this.#apiUsers.get(claims.sub);
+      if (!known) throw new GatewayError('TOKEN_INVALID', `API user ${claims.sub} no longer exists`);
+      verified = { user: known.user, ...timesOf(claims) };
+      this.#verifiedApiTokens.set(token, verified, now, claims.exp);
+    }
+    this.#refuseApiUserRevoked(verified.user.name, verified.issuedAt);
+    return verified;
+  }
+
+  verifyPersonToken(token: string): VerifiedPersonToken {
+    const now = Date.now();
+    let verified = this.#verifiedPersons.get(token, now);
+    if (verified === undefined) {
+      const claims = this.#claims(token, 'person');
+      const generator = claims.gen ?? '';
+      const person: Person = { generator, id: claims.sub, key: personKeyOf(generator, claims.sub), fields: claims.usr ?? {} };
+      verified = { person, ...timesOf(claims) };
+      this.#verifiedPersons.set(token, verified, now, claims.exp);
+    }
+    this.#refusePersonRevoked(verified.person.key, verified.issuedAt);
+    return verified;
+  }
+
+  #refuseApiUserRevoked(name: string, issuedAt: number): void {
+    const revocations = this.#revocations;
+    if (revocations !== undefined) refuseRevoked(revocations.apiUserRevokedAt(name), issuedAt, `API user ${name}`);
+  }
+
+  #refusePersonRevoked(key: string, issuedAt: number): void {
+    const revocations = this.#revocations;
+    if (revocations !== undefined) refuseRevoked(revocations.personRevokedAt(key), issuedAt, `person ${key}`);
   }
 
   #grant(claims: Claims): TokenGrant {

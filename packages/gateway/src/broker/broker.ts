@@ -2,19 +2,27 @@
  * The Broker owns everything that crosses nodes: which node holds which route, and carrying an emit to
  * those nodes. The hub tells it when a route first appears on this node and when it last leaves, never
  * once per client; an emit is published once per node that holds a matching route, never once per client.
+ * It also carries control messages (disconnects, revocations, presence queries: src/session/) to every live node
+ * or to one, and stores revocations, without reading what they say.
  */
 import type { Route } from '../events/routing.ts';
 
 /** Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData. */
 export type DeliveryHandler = (event: string, eventData: Record<string, unknown>) => void;
 
+/** Called on a node for every control message sent to it (broadcast or sendTo), in the order sent from one node. */
+export type ControlHandler = (message: string) => void;
+
+/** A revocation as stored: the subject (e.g. `person:<generator>:<id>`) and when its tokens were revoked, ms. */
+export type Revocation = readonly [subject: string, revokedAt: number];
+
 export interface Broker {
   /** This node's id in the fleet. */
   readonly nodeId: string;
   /** Whether the broker can carry emits now (a node that cannot reports not-ready). */
   ready(): boolean;
-  /** Start receiving emits for this node. */
-  start(onDelivery: DeliveryHandler): Promise<void>;
+  /** Start receiving emits, and control messages, for this node. */
+  start(onDelivery: DeliveryHandler, onControl?: ControlHandler): Promise<void>;
   /**
    * The first local subscriber on `route` appeared. Settles once other nodes can route to it, or once the
    * broker has taken charge of writing it when it can (Redis unreachable): it never rejects. The Redis broker
@@ -33,6 +41,21 @@ export interface Broker {
    * the fleet cannot be reached.
    */
   publish(event: string, eventData: Record<string, unknown>): Promise<number>;
+  /**
+   * Carry a control message to every live node, this one included (directly, before this settles); answers the ids of
+   * the nodes it was sent to. A node whose lease has run out is not live. Rejects with UNAVAILABLE when the fleet
+   * cannot be reached.
+   */
+  broadcast(message: string): Promise<readonly string[]>;
+  /** Carry a control message to one node (this one: directly). Rejects with UNAVAILABLE when the fleet cannot be reached. */
+  sendTo(nodeId: string, message: string): Promise<void>;
+  /**
+   * Store that `subject`'s tokens issued until `revokedAt` (ms) are revoked (a later revocation of the same subject
+   * wins), and forget every revocation older than `keepMs` before it. Rejects with UNAVAILABLE.
+   */
+  revoke(subject: string, revokedAt: number, keepMs: number): Promise<void>;
+  /** The stored revocations made at or after `since` (ms). Rejects with UNAVAILABLE. */
+  revocations(since: number): Promise<Revocation[]>;
   /** Stop receiving, and forget this node's routes (in Redis too: a drained node leaves nothing behind). */
   close(): Promise<void>;
 }

@@ -3,7 +3,7 @@
  * One node with its own bus is the embedded default; several brokers on one bus let tests run a fleet in one process.
  */
 import { shapeKeyOf, valuesKeyIn, routeKeyOf, type Route } from '../events/routing.ts';
-import type { Broker, DeliveryHandler } from './broker.ts';
+import type { Broker, ControlHandler, DeliveryHandler, Revocation } from './broker.ts';
 
 interface Shape {
   fields: readonly string[];
@@ -13,6 +13,9 @@ interface Shape {
 
 export class MemoryBus {
   readonly #handlers = new Map<string, DeliveryHandler>();
+  readonly #controls = new Map<string, ControlHandler>();
+  /** subject -> revokedAt, ms */
+  readonly #revocations = new Map<string, number>();
   readonly #routes = new Map<string, Set<string>>();
   readonly #shapes = new Map<string, Map<string, Shape>>();
 
@@ -20,12 +23,14 @@ export class MemoryBus {
     return new MemoryBroker(this, nodeId);
   }
 
-  attach(nodeId: string, handler: DeliveryHandler): void {
+  attach(nodeId: string, handler: DeliveryHandler, onControl: ControlHandler = () => {}): void {
     this.#handlers.set(nodeId, handler);
+    this.#controls.set(nodeId, onControl);
   }
 
   detach(nodeId: string): void {
     this.#handlers.delete(nodeId);
+    this.#controls.delete(nodeId);
     for (const [key, nodes] of this.#routes) {
       if (nodes.has(nodeId)) this.remove(nodeId, key);
     }
@@ -66,6 +71,26 @@ export class MemoryBus {
     for (const nodeId of targets) this.#handlers.get(nodeId)?.(event, eventData);
     return targets.size;
   }
+
+  /** Every attached node is live: answers their ids. */
+  broadcast(message: string): string[] {
+    const nodes = [...this.#controls.keys()];
+    for (const nodeId of nodes) this.#controls.get(nodeId)?.(message);
+    return nodes;
+  }
+
+  sendTo(nodeId: string, message: string): void {
+    this.#controls.get(nodeId)?.(message);
+  }
+
+  revoke(subject: string, revokedAt: number, keepMs: number): void {
+    this.#revocations.set(subject, Math.max(revokedAt, this.#revocations.get(subject) ?? -Infinity));
+    for (const [each, at] of this.#revocations) if (at < revokedAt - keepMs) this.#revocations.delete(each);
+  }
+
+  revocations(since: number): Revocation[] {
+    return [...this.#revocations].filter(([, at]) => at >= since);
+  }
 }
 
 class MemoryBroker implements Broker {
@@ -81,8 +106,8 @@ class MemoryBroker implements Broker {
     return true;
   }
 
-  async start(onDelivery: DeliveryHandler): Promise<void> {
-    this.#bus.attach(this.nodeId, onDelivery);
+  async start(onDelivery: DeliveryHandler, onControl?: ControlHandler): Promise<void> {
+    this.#bus.attach(this.nodeId, onDelivery, onControl);
   }
 
   async addRoute(route: Route): Promise<void> {
@@ -95,6 +120,22 @@ class MemoryBroker implements Broker {
 
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
     return this.#bus.publish(event, eventData);
+  }
+
+  async broadcast(message: string): Promise<readonly string[]> {
+    return this.#bus.broadcast(message);
+  }
+
+  async sendTo(nodeId: string, message: string): Promise<void> {
+    this.#bus.sendTo(nodeId, message);
+  }
+
+  async revoke(subject: string, revokedAt: number, keepMs: number): Promise<void> {
+    this.#bus.revoke(subject, revokedAt, keepMs);
+  }
+
+  async revocations(since: number): Promise<Revocation[]> {
+    return this.#bus.revocations(since);
   }
 
   async close(): Promise<void> {

@@ -69,6 +69,11 @@ const auth = z
     tokenTtlSeconds: z.number().int().min(1).default(3600),
     /** Lifetime of a refresh token. Default 7 days. */
     refreshTtlSeconds: z.number().int().min(1).default(7 * 24 * 3600),
+    /**
+     * An open connection is sent TOKEN_EXPIRING this long before its tokens expire, and is closed with 4001 at their
+     * expiry unless it sends REFRESH. Default 60 s; 0: no notice, only the close.
+     */
+    expiryNoticeMs: z.number().int().min(0).default(60_000),
   })
   .strict()
   .refine((a) => (a.privateKey === undefined) === (a.publicKey === undefined), {
@@ -225,6 +230,37 @@ const admission = z
   })
   .strict();
 
+const control = z
+  .object({
+    /**
+     * Groups whose API users may call the control API (disconnect, revoke, presence). Default none: the control API
+     * refuses every caller (403 FORBIDDEN) until a group is named here. Give it to the back end's API user only.
+     */
+    groups: z.array(name).default([]),
+    /** How long a presence query waits for every live node's answer before it answers without the late ones. Default 200 ms. */
+    presenceTimeoutMs: z.number().int().min(10).max(10_000).default(200),
+  })
+  .strict();
+
+const webhooks = z
+  .object({
+    /** Where connect and disconnect events are POSTed, as a JSON array. */
+    url: z.url({ protocol: /^https?$/ }),
+    /** Key of the HMAC-SHA256 signature of each body (header x-herald-signature: sha256=<hex>). At least 16 characters. */
+    secret: z.string().min(16),
+    /** Events wait at most this long before they leave together. Default 1000 ms. */
+    batchMs: z.number().int().min(0).default(1000),
+    /** Events in one POST; a full batch leaves at once. Default 500. */
+    maxBatch: z.number().int().min(1).default(500),
+    /** Events waiting at most; past it new ones are dropped (herald_webhook_events_total{result="dropped"}). Default 10,000. */
+    maxQueue: z.number().int().min(1).default(10_000),
+    /** A POST not answered within this is a failure, tried again. Default 5000 ms. */
+    timeoutMs: z.number().int().min(100).default(5000),
+    /** Tries of one batch (no answer, a timeout, a 5xx or 429 are tried again, with backoff); then it is given up. Default 5. */
+    maxAttempts: z.number().int().min(1).default(5),
+  })
+  .strict();
+
 /**
  * A node's id in the fleet: HERALD_NODE_ID, or generated (node.ts). Not a field of the file, but checked like
  * one: the Redis broker joins the ids of a route's nodes with NODE_ID_SEPARATOR, so no id may contain it.
@@ -250,6 +286,9 @@ export const configSchema = z
     tokenGenerators: z.record(name, tokenGenerator).default({}),
     events: z.record(name, event),
     code: code.prefault({}),
+    control: control.prefault({}),
+    /** Connect and disconnect webhooks to the back end; absent: none. */
+    webhooks: webhooks.optional(),
   })
   .strict();
 

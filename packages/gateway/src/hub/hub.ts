@@ -111,6 +111,17 @@ export class Hub {
     return { ...onEvent, eventId };
   }
 
+  /** Connections here holding a subscription to `event` (its route's event name), each counted once: presence. */
+  subscribersOf(event: string): number {
+    const sessions = new Set<Session>();
+    for (const shape of this.#events.get(event)?.values() ?? []) {
+      for (const bucket of shape.buckets.values()) {
+        for (const subscription of membersOf(bucket.subscriptions)) for (const session of membersOf(subscription.sessions)) sessions.add(session);
+      }
+    }
+    return sessions.size;
+  }
+
   /** Answers whether the session held that eventId. */
   unsubscribe(session: Session, eventId: string): boolean {
     const subscription = session.subscription(eventId);

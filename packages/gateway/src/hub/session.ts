@@ -1,6 +1,6 @@
 /** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
 import type { RawData, WebSocket } from 'ws';
-import type { ApiUser, Person } from '../auth/authenticator.ts';
+import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
 import type { Slot } from '../transport/admission.ts';
 import { findIn, sizeOf, type Few } from './few.ts';
 import type { Subscription } from './hub.ts';
@@ -13,9 +13,15 @@ export interface SessionHandler {
 
 export class Session {
   readonly socket: WebSocket;
-  readonly apiUser: ApiUser;
-  readonly person: Person | undefined;
+  /**
+   * The tokens the connection holds, as the authenticator keeps them (one object per token, shared by its
+   * connections): who it is, and until when. A REFRESH that extends the connection replaces them.
+   */
+  apiToken: VerifiedApiToken;
+  personToken: VerifiedPersonToken | undefined;
   readonly handler: SessionHandler;
+  /** Where the expiry queue (session/expiry.ts) holds it, so that a close takes it out at once. */
+  expiryBucket: Set<Session> | undefined;
   /** What this connection registered (most hold one: see few.ts). */
   subscriptions: Few<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
@@ -29,11 +35,25 @@ export class Session {
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */
   closed = false;
 
-  constructor(socket: WebSocket, apiUser: ApiUser, person: Person | undefined, handler: SessionHandler) {
+  constructor(socket: WebSocket, apiToken: VerifiedApiToken, personToken: VerifiedPersonToken | undefined, handler: SessionHandler) {
     this.socket = socket;
     this.handler = handler;
-    this.apiUser = apiUser;
-    this.person = person;
+    this.apiToken = apiToken;
+    this.personToken = personToken;
+  }
+
+  get apiUser(): ApiUser {
+    return this.apiToken.user;
+  }
+
+  get person(): Person | undefined {
+    return this.personToken?.person;
+  }
+
+  /** When the first of its tokens expires, ms since the epoch: the node closes it then (4001) unless it refreshed. */
+  get expiresAt(): number {
+    const { personToken } = this;
+    return personToken === undefined ? this.apiToken.expiresAt : Math.min(this.apiToken.expiresAt, personToken.expiresAt);
   }
 
   /** Whether a frame may still be written: the hub has not let go of it and its socket is open. */

@@ -21,18 +21,22 @@ import {
   type InvalidOnEvent,
   type ValidOnEvent,
   type WireError,
+  type RefreshFrame,
 } from '@herald/protocol';
-import type { ApiUser, Authenticator, Person } from '../auth/authenticator.ts';
+import type { Authenticator, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
 import type { CanConnectGate } from '../code/gate.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Hub } from '../hub/hub.ts';
 import { Session, type SessionHandler } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
+import type { SessionHooks } from '../session/local.ts';
 import { slotOf, type Slot } from './admission.ts';
 import { textFrame, writeFrame } from './frames.ts';
 
-type Identity = { ok: true; apiUser: ApiUser; person: Person | undefined } | { ok: false; error: GatewayError };
+type Identity =
+  | { ok: true; apiToken: VerifiedApiToken; personToken: VerifiedPersonToken | undefined }
+  | { ok: false; error: GatewayError };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -43,6 +47,7 @@ declare module 'fastify' {
 const CLOSE_FOR: Partial<Record<ErrorCode, CloseCode>> = {
   TOKEN_MISSING: CloseCode.TOKEN_MISSING,
   TOKEN_EXPIRED: CloseCode.TOKEN_EXPIRED,
+  TOKEN_REVOKED: CloseCode.TOKEN_REVOKED,
 };
 
 // Socket listeners are module functions that find their session on the socket: a node holds tens of
@@ -136,6 +141,8 @@ export interface TransportOptions {
   hub: Hub;
   metrics: Metrics;
   pingIntervalMs: number;
+  /** Told of every connection that opens and closes; answers REFRESH frames (session/local.ts). */
+  sessions: SessionHooks;
 }
 
 export class WebSocketTransport implements SessionHandler {
@@ -183,15 +190,17 @@ export class WebSocketTransport implements SessionHandler {
   onClose(session: Session, code: number): void {
     this.#options.metrics.closes.inc({ code: closeCodeLabel(code) });
     this.#options.hub.close(session);
+    this.#options.sessions.closed(session, code);
   }
 
   /** Frames are answered one after another, in order; a client with too many waiting is not read meanwhile. */
   #answerInTurn(session: Session, parsed: Parsed<RawClientFrame>): void {
     const answer = async (): Promise<void> => {
       if (!parsed.ok) return this.#reply(session, encodeErrors('ERROR', parsed.errors), parsed.errors);
-      const { objType, onEvents } = parsed.value;
-      if (objType === 'UNREGISTER') return this.#unregister(session, onEvents);
-      return this.#register(session, onEvents);
+      const frame = parsed.value;
+      if (frame.objType === 'REFRESH') return this.#refresh(session, frame);
+      if (frame.objType === 'UNREGISTER') return this.#unregister(session, frame.onEvents);
+      return this.#register(session, frame.onEvents);
     };
     const reply = (session.replying ?? Promise.resolve()).then(answer).catch((error: unknown) => this.#failFrame(session, error));
     session.replying = reply;
@@ -230,9 +239,9 @@ export class WebSocketTransport implements SessionHandler {
       if (typeof apiToken !== 'string' || apiToken.length === 0) {
         throw new GatewayError('TOKEN_MISSING', 'x-am-authorization (the API user token) is required');
       }
-      const apiUser = authenticator.verifyApiUser(apiToken);
+      const verifiedApi = authenticator.verifyApiToken(apiToken);
       const hasPerson = typeof personToken === 'string' && personToken.length > 0;
-      return { ok: true, apiUser, person: hasPerson ? authenticator.verifyPerson(personToken) : undefined };
+      return { ok: true, apiToken: verifiedApi, personToken: hasPerson ? authenticator.verifyPersonToken(personToken) : undefined };
     } catch (error) {
       if (error instanceof GatewayError) return { ok: false, error };
       throw error;
@@ -266,7 +275,7 @@ export class WebSocketTransport implements SessionHandler {
 
   #open(socket: SessionSocket, identity: Identity & { ok: true }, slot: Slot | undefined): void {
     const { hub } = this.#options;
-    const session = new Session(socket, identity.apiUser, identity.person, this);
+    const session = new Session(socket, identity.apiToken, identity.personToken, this);
     session.slot = slot;
     socket[kSession] = session;
     socket.on('message', onMessage);
@@ -276,12 +285,19 @@ export class WebSocketTransport implements SessionHandler {
     shareNoExtensions(socket);
     hub.open(session);
     writeFrame(socket, CONNECTED);
+    this.#options.sessions.opened(session);
   }
 
   /** A reply is one buffer (frames.ts), written within the client's send bound like a notification. */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
     this.#options.hub.send(session, textFrame(frame), 'reply');
+  }
+
+  /** New tokens for the connection (session/local.ts); its subscriptions stay as they are. */
+  #refresh(session: Session, frame: RefreshFrame): void {
+    const { text, errors } = this.#options.sessions.refresh(session, frame);
+    this.#reply(session, text, errors);
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {

@@ -15,7 +15,7 @@ export const customerCalls = (): SystemCalls =>
 
 /** A REGISTER of `order-updates` by the bench API user, as `person` (customer 2 by default: NICK, India; null: nobody). */
 export function request(person: Record<string, unknown> | null = { customer_id: 2, country: 'India' }): CanConnectRequest {
-  return canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, person ? { generator: 'customers', fields: person } : undefined, {
+  return canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, person ? { generator: 'customers', id: 'NICK', key: 'customers:NICK', fields: person } : undefined, {
     eventType: 'CUSTOM_WS_EVENTS',
     apiName: 'order-updates',
     getEventData: true,

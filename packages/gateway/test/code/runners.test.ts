@@ -27,7 +27,7 @@ describe('CodeRunners', () => {
 
   it('builds g.req from the API user, the person and the REGISTER entry, as plain values, also under API Maker\'s names', () => {
     const entry = { eventType: 'CUSTOM_WS_EVENTS', apiName: 'order-updates' };
-    const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', fields: { customer_id: 2 } }, entry);
+    const built = canConnectRequest({ name: 'bench', groups: new Set(['bench']) }, { generator: 'customers', id: 'NICK', key: 'customers:NICK', fields: { customer_id: 2 } }, entry);
     const apiUser = { name: 'bench', groups: ['bench'] };
     const person = { customer_id: 2 };
     assert.deepEqual(built, { auth: { apiUser, authAMUser: apiUser, person, authAMDB: person }, eventData: entry });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { ErrorCode } from '@herald/protocol';
-import type { Authenticator, PersonCredentials } from '../../src/auth/authenticator.ts';
+import type { Authenticator, PersonCredentials, RevocationList } from '../../src/auth/authenticator.ts';
 import type { Row } from '../../src/data/data-source.ts';
 import { GatewayError } from '../../src/errors.ts';
 
@@ -28,9 +28,25 @@ export const PEOPLE: Row[] = [
   { customer_id: 3, first_name: 'ED', last_name: 'CHASE', country: 'Peru', phone: 1123456790 },
 ];
 
+/** Revocations a test sets by hand; the authenticator under test must read these. */
+export class SetRevocations implements RevocationList {
+  readonly apiUsers = new Map<string, number>();
+  readonly persons = new Map<string, number>();
+
+  apiUserRevokedAt(name: string): number | undefined {
+    return this.apiUsers.get(name);
+  }
+
+  personRevokedAt(key: string): number | undefined {
+    return this.persons.get(key);
+  }
+}
+
 export interface AuthenticatorFixture {
   authenticator: Authenticator;
   stranger: Authenticator;
+  /** What `authenticator` checks tokens against. */
+  revocations: SetRevocations;
 }
 
 const rejectsWith = (code: ErrorCode) => (error: unknown) => {
@@ -157,9 +173,51 @@ export function authenticatorContract(name: string, make: () => Promise<Authenti
       const renewedPerson = await authenticator.issue({ kind: 'REFRESH', refreshToken: person.refresh_token });
       assert.deepEqual(authenticator.verifyPerson(renewedPerson.token), {
         generator: GENERATOR.name,
+        id: 'NICK',
+        key: `${GENERATOR.name}:NICK`,
         fields: { customer_id: 2, country: 'India' },
       });
       assert.throws(() => authenticator.verifyApiUser(renewedPerson.token), rejectsWith('TOKEN_INVALID'));
+    });
+
+    it('a verified token says who, when it was issued and when it expires (ms, to the second)', async () => {
+      const { authenticator } = await make();
+      const before = Math.floor(Date.now() / 1000) * 1000;
+      const api = await authenticator.issue(am);
+      const person = await authenticator.issue({ kind: 'AM_DB', credentials: nick });
+      const after = Date.now();
+      const verifiedApi = authenticator.verifyApiToken(api.token);
+      assert.equal(verifiedApi.user.name, API_USER.name);
+      const verifiedPerson = authenticator.verifyPersonToken(person.token);
+      assert.deepEqual(verifiedPerson.person, { generator: GENERATOR.name, id: 'NICK', key: `${GENERATOR.name}:NICK`, fields: { customer_id: 2, country: 'India' } });
+      for (const [verified, grant] of [[verifiedApi, api], [verifiedPerson, person]] as const) {
+        assert.ok(verified.issuedAt >= before && verified.issuedAt <= after, `issued at ${verified.issuedAt}`);
+        assert.equal(verified.issuedAt % 1000, 0);
+        assert.equal(verified.expiresAt, verified.issuedAt + grant.expires_in * 1000);
+      }
+      assert.equal(authenticator.verifyApiToken(api.token), verifiedApi, 'one object per token while it is kept');
+    });
+
+    it('tokens issued at or before their subject was revoked are TOKEN_REVOKED everywhere; later ones pass', async (t: TestContext) => {
+      t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+      const { authenticator, revocations } = await make();
+      const api = await authenticator.issue(am);
+      const person = await authenticator.issue({ kind: 'AM_DB', credentials: nick });
+      const ed = await authenticator.issue({ kind: 'AM_DB', credentials: { ...nick, u: 'ED', p: 'CHASE' } });
+      authenticator.verifyApiToken(api.token); // kept: revocation must still win
+      revocations.persons.set(`${GENERATOR.name}:NICK`, Date.now());
+      assert.throws(() => authenticator.verifyPerson(person.token), rejectsWith('TOKEN_REVOKED'));
+      assert.throws(() => authenticator.verifyPersonToken(person.token), rejectsWith('TOKEN_REVOKED'));
+      await assert.rejects(authenticator.issue({ kind: 'REFRESH', refreshToken: person.refresh_token }), rejectsWith('TOKEN_REVOKED'));
+      assert.equal(authenticator.verifyPerson(ed.token).id, 'ED', 'another person is not touched');
+      revocations.apiUsers.set(API_USER.name, Date.now());
+      assert.throws(() => authenticator.verifyApiUser(api.token), rejectsWith('TOKEN_REVOKED'));
+      assert.throws(() => authenticator.verifyApiToken(api.token), rejectsWith('TOKEN_REVOKED'));
+      await assert.rejects(authenticator.issue({ kind: 'REFRESH', refreshToken: api.refresh_token }), rejectsWith('TOKEN_REVOKED'));
+      // iat has whole seconds: a token of the next second is after the revocation.
+      t.mock.timers.tick(1000);
+      assert.equal(authenticator.verifyApiUser((await authenticator.issue(am)).token).name, API_USER.name);
+      assert.equal(authenticator.verifyPerson((await authenticator.issue({ kind: 'AM_DB', credentials: nick })).token).id, 'NICK');
     });
   });
 }

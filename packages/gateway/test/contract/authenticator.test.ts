@@ -3,11 +3,11 @@ import { generateKeyPairSync } from 'node:crypto';
 import { JwtAuthenticator } from '../../src/auth/jwt.ts';
 import { parseConfig } from '../../src/config/load.ts';
 import { MemoryDataSource } from '../../src/data/memory.ts';
-import { API_USER, GENERATOR, PEOPLE, authenticatorContract } from './authenticator.contract.ts';
+import { API_USER, GENERATOR, PEOPLE, SetRevocations, authenticatorContract } from './authenticator.contract.ts';
 
 type AuthKeys = { secret: string } | { privateKey: string; publicKey: string };
 
-function jwtAuthenticator(keys: AuthKeys): JwtAuthenticator {
+function jwtAuthenticator(keys: AuthKeys, revocations = new SetRevocations()): JwtAuthenticator {
   const { name, instance, database, collection, ...generator } = GENERATOR;
   const config = parseConfig(
     {
@@ -21,7 +21,7 @@ function jwtAuthenticator(keys: AuthKeys): JwtAuthenticator {
     import.meta.dirname,
   );
   const source = new MemoryDataSource({ [`${database}/${collection}`]: PEOPLE });
-  return new JwtAuthenticator({ config, dataSources: new Map([[instance, source]]) });
+  return new JwtAuthenticator({ config, dataSources: new Map([[instance, source]]), revocations });
 }
 
 function es256Keys(): AuthKeys {
@@ -32,13 +32,17 @@ function es256Keys(): AuthKeys {
   };
 }
 
-authenticatorContract('JwtAuthenticator HS256', async () => ({
-  authenticator: jwtAuthenticator({ secret: 'contract-secret-of-some-length' }),
-  stranger: jwtAuthenticator({ secret: 'another-secret-of-some-length' }),
-}));
+authenticatorContract('JwtAuthenticator HS256', async () => {
+  const revocations = new SetRevocations();
+  return {
+    authenticator: jwtAuthenticator({ secret: 'contract-secret-of-some-length' }, revocations),
+    stranger: jwtAuthenticator({ secret: 'another-secret-of-some-length' }),
+    revocations,
+  };
+});
 
 const es256 = es256Keys();
-authenticatorContract('JwtAuthenticator ES256', async () => ({
-  authenticator: jwtAuthenticator(es256),
-  stranger: jwtAuthenticator(es256Keys()),
-}));
+authenticatorContract('JwtAuthenticator ES256', async () => {
+  const revocations = new SetRevocations();
+  return { authenticator: jwtAuthenticator(es256, revocations), stranger: jwtAuthenticator(es256Keys()), revocations };
+});

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { Broker, DeliveryHandler } from '../../src/broker/broker.ts';
+import type { Broker, ControlHandler, DeliveryHandler } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
 
 export interface Fleet {
@@ -22,18 +22,30 @@ interface Delivery {
 const SENTINEL = 'contract-sentinel';
 const WAIT_MS = 2000;
 
+/** A control message as the inbox lists it beside the emits, in the order both arrived. */
+const CONTROL = '(control)';
+
 /** What one node received, and a way to wait for more. */
 class Inbox {
   readonly received: Delivery[] = [];
   readonly #waiters = new Set<() => void>();
 
-  readonly handler: DeliveryHandler = (event, eventData) => {
-    this.received.push({ event, eventData });
+  readonly handler: DeliveryHandler = (event, eventData) => this.#got({ event, eventData });
+
+  readonly control: ControlHandler = (message) => this.#got({ event: CONTROL, eventData: { message } });
+
+  #got(delivery: Delivery): void {
+    this.received.push(delivery);
     for (const waiter of this.#waiters) waiter();
-  };
+  }
 
   of(event: string): Delivery[] {
     return this.received.filter((delivery) => delivery.event === event);
+  }
+
+  /** The control messages received, in order. */
+  controls(): string[] {
+    return this.of(CONTROL).map((delivery) => delivery.eventData.message as string);
   }
 
   /** Resolves once `count` deliveries of `event` have arrived; fails after WAIT_MS. */
@@ -69,7 +81,7 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       [a, b, c] = fleet.brokers;
       inboxes = new Map(fleet.brokers.map((broker) => [broker, new Inbox()]));
       for (const [broker, inbox] of inboxes) {
-        await broker.start(inbox.handler);
+        await broker.start(inbox.handler, inbox.control);
         await broker.addRoute(routeOf(SENTINEL, { node: broker.nodeId }));
       }
     });
@@ -216,6 +228,55 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       assert.equal(await b.publish('orders', { recipientId: 7 }), 0);
       assert.equal(await b.publish('news', {}), 0);
       assert.equal(await b.publish(SENTINEL, { node: a.nodeId }), 0);
+    });
+
+    it('broadcast reaches every live node, this one included, and answers their ids', async () => {
+      const told = await b.broadcast('{"hello":"fleet"}');
+      assert.deepEqual([...told].sort(), [a.nodeId, b.nodeId, c.nodeId].sort());
+      for (const node of [a, b, c]) assert.deepEqual((await inbox(node).until(CONTROL, 1)).map((d) => d.eventData.message), ['{"hello":"fleet"}']);
+    });
+
+    it('sendTo reaches that node only, and a node itself', async () => {
+      await b.sendTo(c.nodeId, 'to c');
+      await b.sendTo(b.nodeId, 'to b');
+      await inbox(c).until(CONTROL, 1);
+      await inbox(b).until(CONTROL, 1);
+      await Promise.all([settle(a), settle(b), settle(c)]);
+      assert.deepEqual(inbox(a).controls(), []);
+      assert.deepEqual(inbox(b).controls(), ['to b']);
+      assert.deepEqual(inbox(c).controls(), ['to c']);
+    });
+
+    it('a control message is never taken for an emit, and one node\'s messages keep their order with its emits', async () => {
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      const lookalike = `orders\n${JSON.stringify({ recipientId: 7 })}`;
+      await b.sendTo(a.nodeId, lookalike);
+      assert.equal(await b.publish('orders', { recipientId: 7, n: 1 }), 1);
+      await b.sendTo(a.nodeId, '');
+      await inbox(a).until(CONTROL, 2);
+      const order = inbox(a).received.filter((d) => d.event !== SENTINEL).map((d) => (d.event === CONTROL ? `control:${String(d.eventData.message)}` : d.event));
+      assert.deepEqual(order, [`control:${lookalike}`, 'orders', 'control:']);
+    });
+
+    it('a closed node is no longer among the nodes a broadcast reaches', async () => {
+      await a.close();
+      const told = await b.broadcast('after a left');
+      assert.deepEqual([...told].sort(), [b.nodeId, c.nodeId].sort());
+    });
+
+    it('revocations: stored for every node, a later one wins, and old ones are forgotten at the next write', async () => {
+      const now = Date.now();
+      const day = 86_400_000;
+      await a.revoke('person:customers:NICK', now - 5000, day);
+      await a.revoke('apiUser:bench', now - 100_000, day);
+      await b.revoke('person:customers:NICK', now, day);
+      await b.revoke('person:customers:NICK', now - 1000, day);
+      const sorted = (list: ReadonlyArray<readonly [string, number]>) => [...list].sort(([x], [y]) => x.localeCompare(y));
+      assert.deepEqual(sorted(await c.revocations(0)), [['apiUser:bench', now - 100_000], ['person:customers:NICK', now]]);
+      assert.deepEqual(await c.revocations(now - 50_000), [['person:customers:NICK', now]]);
+      // A write forgets what is older than its keepMs: the API user's revocation, 100 s old, against 60 s.
+      await c.revoke('person:customers:ED', now, 60_000);
+      assert.deepEqual(sorted(await a.revocations(0)), [['person:customers:ED', now], ['person:customers:NICK', now]]);
     });
   });
 }

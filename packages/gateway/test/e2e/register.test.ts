@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
+import { controlOf } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, metric, onEvent, personToken, startNode, type TestNode } from '../support/gateway.ts';
 
@@ -154,7 +155,8 @@ describe('a client that leaves before its REGISTER is answered', () => {
     const broker: Broker = {
       nodeId: memory.nodeId,
       ready: () => memory.ready(),
-      start: (onDelivery) => memory.start(onDelivery),
+      start: (onDelivery, onControl) => memory.start(onDelivery, onControl),
+      ...controlOf(memory),
       addRoute: async (route) => {
         reached();
         await released;

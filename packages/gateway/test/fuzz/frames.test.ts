@@ -46,6 +46,8 @@ test('every frame gets one defined answer, the connection stays, and nothing is 
       if (reply.type === 'ERROR') assertDefined(reply.errors);
       else if (reply.type === 'REGISTER' || reply.type === 'UNREGISTER') {
         for (const entry of reply.response.invalidOnEvents) assertDefined(entry.errors);
+      } else if (reply.type === 'REFRESH') {
+        if ('errors' in reply) assertDefined(reply.errors);
       } else assert.fail(`answered ${reply.type}`);
       assert.equal(client.socket.readyState, client.socket.OPEN);
     }),

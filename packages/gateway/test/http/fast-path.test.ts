@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { GatewayError } from '../../src/errors.ts';
+import { controlOf } from '../support/brokers.ts';
 import { apiToken, metric, onEvent, startNode, TestSocket, type RawConfig, type TestNode } from '../support/gateway.ts';
 import { connectionPair, EMIT_PATH, emitRequest, RawHttp, request, type RawResponse } from '../support/raw-http.ts';
 
@@ -28,7 +29,8 @@ function failingBroker(nodeId: string): Broker & { down: boolean } {
     nodeId,
     down: false,
     ready: () => inner.ready(),
-    start: (onDelivery) => inner.start(onDelivery),
+    start: (onDelivery, onControl) => inner.start(onDelivery, onControl),
+    ...controlOf(inner),
     addRoute: (route) => inner.addRoute(route),
     removeRoute: (route) => inner.removeRoute(route),
     publish(event, eventData) {

@@ -29,6 +29,8 @@ export interface Fleet {
   /** The load balancer. */
   http: string;
   ws: string;
+  /** Drain node `i` (SIGTERM), then start it again under the same id and port; answers the new process. */
+  restart(i: number): Promise<FleetNode>;
   stop(): Promise<void>;
 }
 
@@ -53,8 +55,8 @@ function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
   return file;
 }
 
-async function startNode(id: string, config: string, redisUrl: string): Promise<FleetNode> {
-  const port = await freePort();
+async function startNode(id: string, config: string, redisUrl: string, port?: number): Promise<FleetNode> {
+  port ??= await freePort();
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'warn' };
   const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
@@ -91,6 +93,13 @@ export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawC
     nodes,
     http: `http://127.0.0.1:${haproxy.port}`,
     ws: `ws://127.0.0.1:${haproxy.port}`,
+    async restart(i) {
+      const old = nodes[i]!;
+      old.child.kill('SIGTERM');
+      await old.exited;
+      nodes[i] = await startNode(old.id, config, redisUrl, old.port);
+      return nodes[i];
+    },
     async stop() {
       haproxy.child.kill('SIGKILL');
       for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');

@@ -8,8 +8,9 @@
 import { isRecord } from '@herald/protocol';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
-import type { Broker, BrokerObserver, DeliveryHandler } from '../broker.ts';
+import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Revocation } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
+import { ControlChannel, controlText, isControlMessage } from './control.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
@@ -78,6 +79,8 @@ export class RedisBroker implements Broker {
   #removals: PromiseWithResolvers<void> | undefined;
   #removalTimer: NodeJS.Timeout | undefined;
   #onDelivery: DeliveryHandler = () => {};
+  #onControl: ControlHandler = () => {};
+  readonly #control: ControlChannel;
   #closed = false;
 
   constructor(options: RedisBrokerOptions) {
@@ -98,6 +101,8 @@ export class RedisBroker implements Broker {
       routes: this.#registry,
       resync: () => this.#resync(),
     });
+    const { leaseMs } = options;
+    this.#control = new ControlChannel({ connection: this.#connection, keys: this.#keys, nodeId: this.nodeId, leaseMs, deliverHere: (message) => this.#onControl(message) });
   }
 
   ready(): boolean {
@@ -110,8 +115,9 @@ export class RedisBroker implements Broker {
     await this.#lease.heartbeat();
   }
 
-  async start(onDelivery: DeliveryHandler): Promise<void> {
+  async start(onDelivery: DeliveryHandler, onControl: ControlHandler = () => {}): Promise<void> {
     this.#onDelivery = onDelivery;
+    this.#onControl = onControl;
     await this.#connection.whenReady();
     await this.#registry.claimBucketCount();
     // A node restarted under the same id (HERALD_NODE_ID) before its lease expired holds none of its old
@@ -186,7 +192,7 @@ export class RedisBroker implements Broker {
       if (sends.length > 0) await Promise.all(sends);
       return nodes.size;
     } catch (error) {
-      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
+      throw unreachable(error);
     }
   }
 
@@ -211,6 +217,22 @@ export class RedisBroker implements Broker {
     return valuesKey === undefined ? Promise.resolve([]) : this.#registry.nodesOf(routeKeyOf(event, shape.key, valuesKey));
   }
 
+  broadcast(message: string): Promise<readonly string[]> {
+    return reachable(this.#control.broadcast(message));
+  }
+
+  sendTo(nodeId: string, message: string): Promise<void> {
+    return reachable(this.#control.sendTo(nodeId, message));
+  }
+
+  revoke(subject: string, revokedAt: number, keepMs: number): Promise<void> {
+    return reachable(this.#control.revoke(subject, revokedAt, keepMs));
+  }
+
+  revocations(since: number): Promise<Revocation[]> {
+    return reachable(this.#control.revocations(since));
+  }
+
   /** Leave the fleet cleanly: this node's routes, shapes and lease are removed from Redis. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -230,9 +252,13 @@ export class RedisBroker implements Broker {
     await this.#connection.close();
   }
 
-  /** A message is `<event>\n<eventData JSON>`; anything else on the channel (not ours, or damaged) is dropped, counted. */
+  /**
+   * A message is `<event>\n<eventData JSON>`, or a control message (control.ts); anything else on the channel (not
+   * ours, or damaged) is dropped, counted.
+   */
   #receive(message: Buffer): void {
     try {
+      if (isControlMessage(message)) return this.#onControl(controlText(message));
       const newline = message.indexOf(10);
       if (newline < 0) throw new Error('a message on the node channel has no event line');
       const event = message.toString('utf8', 0, newline);
@@ -266,5 +292,17 @@ export class RedisBroker implements Broker {
   async #resync(): Promise<number> {
     await Promise.all([this.#registry.writeAll(this.#routes.keys()), this.#shapes.publishAll(this.nodeId)]);
     return this.#routes.size;
+  }
+}
+
+const unreachable = (error: unknown): GatewayError =>
+  new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
+
+/** A Redis call whose failure is the fleet being out of reach. */
+async function reachable<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    throw unreachable(error);
   }
 }

@@ -13,7 +13,8 @@
  * | gw:{nodes}                   | sorted set | nodeId -> last heartbeat, ms                                 |
  * | gw:sweep:{<nodeId>}          | string     | the lock a sweeper holds while removing a dead node's state  |
  * | gw:{config}:routeBuckets     | string     | the fleet's bucket count: every node must use the same       |
- * | channel gw:node:{<nodeId>}   | sharded    | emits for that node (SPUBLISH / SSUBSCRIBE)                  |
+ * | gw:{revocations}             | sorted set | subject -> when its tokens were revoked, ms (control.ts)     |
+ * | channel gw:node:{<nodeId>}   | sharded    | emits and control messages for that node (SPUBLISH / SSUBSCRIBE) |
  *
  * A route's bucket is bucketOf(routeKey, routeBuckets): many routes share one small hash, which Redis keeps as a
  * listpack (no per-route key, no per-route dict entry). See routes.ts.
@@ -30,6 +31,7 @@ export interface Keyspace {
   readonly nodes: string;
   sweepLock(nodeId: string): string;
   readonly routeBuckets: string;
+  readonly revocations: string;
   channel(nodeId: string): string;
 }
 
@@ -49,6 +51,7 @@ export function keyspace(prefix = 'gw'): Keyspace {
     nodes: `${prefix}:{nodes}`,
     sweepLock: (nodeId) => `${prefix}:sweep:{${nodeId}}`,
     routeBuckets: `${prefix}:{config}:routeBuckets`,
+    revocations: `${prefix}:{revocations}`,
     channel: (nodeId) => `${prefix}:node:{${nodeId}}`,
   };
 }
