@@ -4,7 +4,6 @@ import { get, type ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
 
@@ -50,10 +49,7 @@ test('past the queue: 503 with Retry-After; a slot frees when the first REGISTER
   const first = await TestSocket.connect(node, token);
   const second = TestSocket.open(node, token); // waits in the queue
   // Nothing tells a client that it is queued: poll the node's gauge.
-  for (let polls = 0; (await metric(node, 'herald_handshakes_queued')) < 1; polls++) {
-    assert.ok(polls < 300, 'the second client was never queued');
-    await delay(10);
-  }
+  await until(async () => (await metric(node, 'herald_handshakes_queued')) === 1, 'the second client to be queued');
   const third = await refusedUpgrade(node);
   assert.equal(third.status, 503);
   assert.equal(third.retryAfter, '2');
@@ -70,23 +66,29 @@ test('clients that reset their connection while refused or queued disturb nothin
   const node = await startNode((raw) => {
     raw.admission = { maxHandshakes: 1, maxQueue: 20, holdMs: 30_000 };
   });
-  const token = await apiToken(node);
-  const first = await TestSocket.connect(node, token);
-  // 20 wait in the queue and 20 are refused past it; each sends its upgrade and resets the connection at once.
-  const resets = Array.from({ length: 40 }, async () => {
-    const request = upgradeRequest(node, token);
-    request.on('error', () => {});
-    const [socket] = (await once(request, 'socket')) as [Socket];
-    await once(socket, 'connect');
-    await delay(20);
-    socket.resetAndDestroy();
-  });
-  await Promise.all(resets);
-  assert.ok((await metric(node, 'herald_admission_rejected_total')) > 0, 'some were refused past the queue');
-  await until(async () => (await metric(node, 'herald_handshakes_queued')) === 0, 'the reset clients to leave the queue');
-  await first.register(onEvent('announcements'));
-  const later = await TestSocket.connect(node, token);
-  await later.register(onEvent('announcements'));
-  await Promise.all([first.close(), later.close()]);
-  await node.close();
+  try {
+    const token = await apiToken(node);
+    const first = await TestSocket.connect(node, token);
+    // 20 wait in the queue and 20 are refused past it; once the node has placed them all, each resets its connection.
+    const sockets = await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        const request = upgradeRequest(node, token);
+        request.on('error', () => {});
+        const [socket] = (await once(request, 'socket')) as [Socket];
+        await once(socket, 'connect');
+        return socket;
+      }),
+    );
+    const placed = async () =>
+      (await metric(node, 'herald_handshakes_queued')) === 20 && (await metric(node, 'herald_admission_rejected_total')) === 20;
+    await until(placed, 'the node to queue 20 and refuse 20');
+    for (const socket of sockets) socket.resetAndDestroy();
+    await until(async () => (await metric(node, 'herald_handshakes_queued')) === 0, 'the reset clients to leave the queue');
+    await first.register(onEvent('announcements'));
+    const later = await TestSocket.connect(node, token);
+    await later.register(onEvent('announcements'));
+    await Promise.all([first.close(), later.close()]);
+  } finally {
+    await node.close();
+  }
 });
