@@ -102,6 +102,15 @@ async function listen(args: string[]): Promise<void> {
     },
   });
   if (!values['api-token']) throw new Error('--api-token is required');
+  // Checked before connecting: a mistyped entry is the caller's to fix, not the node's to refuse.
+  const criteria = criteriaOf(values.criteria);
+  const select = values.select?.split(',');
+  const entries: OnEventInput[] = [...values.register.map((apiName) => ({ apiName })), ...values.table.map(tableEntry)];
+  const onEvents = entries.map((entry) => ({
+    ...entry,
+    ...(criteria && { condition: { conditionType: 'RESPONSE' as const, criteria } }),
+    ...(select && { select }),
+  }));
   const client = await HeraldClient.connect({
     url: values.url,
     apiToken: values['api-token'],
@@ -123,14 +132,6 @@ async function listen(args: string[]): Promise<void> {
     print({ type: 'NOTIFICATION', response });
     if (++seen >= limit) void client.close();
   });
-  const criteria = criteriaOf(values.criteria);
-  const select = values.select?.split(',');
-  const entries: OnEventInput[] = [...values.register.map((apiName) => ({ apiName })), ...values.table.map(tableEntry)];
-  const onEvents = entries.map((entry) => ({
-    ...entry,
-    ...(criteria && { condition: { conditionType: 'RESPONSE' as const, criteria } }),
-    ...(select && { select }),
-  }));
   if (onEvents.length > 0) print({ type: 'REGISTER', response: await client.register(onEvents) });
   const { code, reason } = await client.closed;
   if (seen < limit) process.stderr.write(`closed: ${code} ${reason}\n`);
