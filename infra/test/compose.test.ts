@@ -420,3 +420,23 @@ test('shellcheck is clean on infra/local/cluster.sh', (t) => {
   const out = spawnSync(shellcheck, [cluster], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(out.status, 0, out.stdout);
 });
+
+// --- docs/operations.md's ACME steps -------------------------------------------------------------------
+
+test('docs/operations.md\'s ACME snippets: a resolver stored on Traefik\'s volume, named by an existing TLS router', () => {
+  const blocks = [...read('docs/operations.md').matchAll(/```yaml\n([\s\S]*?)```/g)].map(([, yaml]) => parse(yaml!));
+  const resolvers = blocks.find((block) => block?.certificatesResolvers)?.certificatesResolvers as Record<string, { acme: { storage: string; tlsChallenge?: object } }>;
+  assert.ok(resolvers, 'a certificatesResolvers snippet');
+  const [[name, { acme }]] = Object.entries(resolvers) as [[string, { acme: { storage: string; tlsChallenge?: object } }]];
+  const volume = service('traefik').volumes!.map((v) => v.split(':')).find(([, at]) => acme.storage.startsWith(`${at}/`));
+  assert.ok(volume && volume[0]! in compose.volumes, `${acme.storage} is on a named volume`);
+  assert.ok(acme.tlsChallenge, 'the TLS-ALPN challenge: websecure answers it');
+  const override = blocks.find((block) => block?.services?.gateway)?.services.gateway.labels as string[];
+  const routers = new Set(Object.keys(labels(service('gateway'))).map((key) => /^traefik\.http\.routers\.([^.]+)\./.exec(key)?.[1]));
+  for (const label of override) {
+    const router = /^traefik\.http\.routers\.([^.]+)\./.exec(label)?.[1];
+    assert.ok(routers.has(router), `${label}: the router exists`);
+    assert.equal(labels(service('gateway'))[`traefik.http.routers.${router}.tls`], 'true', 'the TLS router');
+    if (label.includes('certresolver=')) assert.equal(label.split('=')[1], name);
+  }
+});
