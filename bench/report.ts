@@ -349,7 +349,7 @@ ${table(r)}
 
 Memory slopes are taken between 6,000 clients and the last level (${r.levels.at(-1)?.toLocaleString('en-US')}), or from the first level with
 clients when there is no later one: quick runs stop at 6,000, so their slope is 2,000 → 6,000, not the issue's
-6k → 18k. Heap is read as the process reports it (gateway: \`herald_nodejs_heap_size_used_bytes\` on /metrics; peers:
+6k → 18k. Heap is read as the process reports it (gateway: \`nodejs_heap_size_used_bytes\` on /metrics; peers:
 \`process.memoryUsage().heapUsed\` on /stats), 2 s after two forced GCs a second apart (SIGUSR2 to the server, see bench/gc-preload.ts).
 ${r.quick ? '' : `Each memory figure is the median of two passes over the levels, each on a fresh server (\`<target> memory 1|2\` in results.json);
 the tables and charts show the second pass.

@@ -104,7 +104,7 @@ export function watchLoad(proc: Proc): void {
 
 export async function serverStats(t: Target): Promise<{ clients: number; heapUsed: number | undefined }> {
   if (t.name !== 'gateway') return (await (await fetch(`http://127.0.0.1:${t.port}/stats`)).json()) as { clients: number; heapUsed: number };
-  const [clients, heapUsed] = await Promise.all([metric(t.port, 'herald_subscriptions'), metric(t.port, 'herald_nodejs_heap_size_used_bytes')]);
+  const [clients, heapUsed] = await Promise.all([metric(t.port, 'herald_subscriptions'), metric(t.port, 'nodejs_heap_size_used_bytes')]);
   return { clients: clients ?? NaN, heapUsed };
 }
 

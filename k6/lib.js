@@ -2,6 +2,7 @@
 //
 //   BASE_URL      HTTP base of the gateway or its load balancer (default http://localhost:38246)
 //   WS_URL        WebSocket base (default: BASE_URL with ws:// for http://)
+//   API_URL       HTTP base of the back end's API, for emits (default BASE_URL; docker compose: http://localhost:38247)
 //   USER_PATH     the config's userPath (default bench)
 //   API_USER, API_PASSWORD   the API user (default bench / bench, as in the default config)
 //   PEOPLE_FILE   JSON array of people (default ../packages/gateway/data/customers.json, the 10 customers)
@@ -10,6 +11,7 @@ import { fail } from 'k6';
 
 export const BASE_URL = (__ENV.BASE_URL || 'http://localhost:38246').replace(/\/+$/, '');
 export const WS_URL = (__ENV.WS_URL || BASE_URL.replace(/^http/, 'ws')).replace(/\/+$/, '');
+export const API_URL = (__ENV.API_URL || BASE_URL).replace(/\/+$/, '');
 export const USER_PATH = __ENV.USER_PATH || 'bench';
 const API_USER = __ENV.API_USER || 'bench';
 const API_PASSWORD = __ENV.API_PASSWORD || 'bench';
@@ -74,7 +76,7 @@ export function registered(frame) {
 
 /** POST emit-event-ws as the application's back end would. */
 export function emit(tokens, name, eventData) {
-  return http.post(`${BASE_URL}/api/system-api/${USER_PATH}/emit-event-ws`, JSON.stringify({ name, eventData }), {
+  return http.post(`${API_URL}/api/system-api/${USER_PATH}/emit-event-ws`, JSON.stringify({ name, eventData }), {
     headers: { ...JSON_HEADERS, 'x-am-authorization': tokens.api },
     tags: { name: 'emit' },
   });

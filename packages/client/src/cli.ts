@@ -1,20 +1,39 @@
 #!/usr/bin/env node
 /**
- * herald-ws: a tiny command-line client for the walk-through and for poking at a node.
- *
- *   herald-ws tokens [--http http://localhost:38246] [--user bench:bench] [--person NICK:WAHLBERG]
- *       prints `export API_TOKEN=... PERSON_TOKEN=...` lines for a shell to eval
- *   herald-ws listen [--url ws://localhost:38246] --api-token T [--person-token P]
- *       --register <event> [--criteria field=value ...] [--select a,b] [--count N] [--no-reconnect]
- *       connects, registers, and prints each frame as a JSON line; exits after N notifications.
- *       After a close that is not final it reconnects and registers again (reported on stderr);
- *       with --no-reconnect it exits at the first close instead.
+ * herald-ws: a tiny command-line client for the walk-through and for poking at a node. USAGE below is its manual
+ * (`herald-ws --help`).
  */
 import { parseArgs } from 'node:util';
-import type { Criteria } from '@herald/protocol';
-import { HeraldClient, HeraldError } from './client.ts';
+import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria } from '@herald/protocol';
+import { HeraldClient, HeraldError, type OnEventInput } from './client.ts';
 
-const USAGE = 'usage: herald-ws tokens [--http URL] [--user U:P] [--person U:P] | herald-ws listen --api-token T --register EVENT [--no-reconnect] [...]';
+const env = process.env;
+
+const USAGE = `usage: herald-ws <command> [options]      herald-ws --help
+
+Commands:
+  tokens    get an API user token and a person token; prints \`export API_TOKEN=... PERSON_TOKEN=...\` for a shell to eval
+    --http URL           the node's HTTP address (default: $HERALD_HTTP_URL, else http://localhost:38246)
+    --user-path NAME     the config's userPath (default bench)
+    --user U:P           the API user (default bench:bench)
+    --person U:P         the person, by their token generator's columns (default NICK:WAHLBERG)
+    --generator NAME     the person's token generator (default customers)
+
+  listen    connect, register, and print each frame as a JSON line; after a close that is not final it connects
+            and registers again (reported on stderr)
+    --url URL            the node's WebSocket address (default: $HERALD_WS_URL, else ws://localhost:38246)
+    --api-token T        the API user token (default: $API_TOKEN); required
+    --person-token P     the person token (default: $PERSON_TOKEN)
+    --register EVENT     register a CUSTOM_WS_EVENTS event; repeatable
+    --table I/D/C        register the INSTANCES event (${SCHEMA_POST_BULK_INSERT}) of instance I, database D,
+                         collection C: a notification per row saved through the table API; repeatable
+    --criteria F=V       a criteria field and value for every entry registered; repeatable
+    --select A,B         keep only these fields of eventData
+    --count N            exit after N notifications
+    --no-reconnect       exit at the first close instead
+
+Environment: HERALD_HTTP_URL, HERALD_WS_URL, API_TOKEN, PERSON_TOKEN as above. For wss:// with a certificate
+Node does not trust (Traefik's self-signed default), NODE_EXTRA_CA_CERTS=<its certificate file>.`;
 
 async function token(http: string, userPath: string, body: object): Promise<string> {
   const response = await fetch(`${http}/api/system-api/${userPath}/token`, {
@@ -37,7 +56,7 @@ async function tokens(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      http: { type: 'string', default: 'http://localhost:38246' },
+      http: { type: 'string', default: env.HERALD_HTTP_URL || 'http://localhost:38246' },
       'user-path': { type: 'string', default: 'bench' },
       user: { type: 'string', default: 'bench:bench' },
       person: { type: 'string', default: 'NICK:WAHLBERG' },
@@ -59,15 +78,23 @@ function criteriaOf(pairs: string[]): Criteria | undefined {
   return Object.fromEntries(pairs.map((entry) => pair(entry.replace('=', ':'), '--criteria')));
 }
 
+/** --table I/D/C: the INSTANCES entry of that collection. */
+function tableEntry(table: string): OnEventInput {
+  const [instance, database, collection, ...rest] = table.split('/');
+  if (!instance || !database || !collection || rest.length > 0) throw new Error(`--table takes INSTANCE/DATABASE/COLLECTION, got ${table}`);
+  return { eventType: EventType.INSTANCES, apiName: SCHEMA_POST_BULK_INSERT, instance, database, collection };
+}
+
 async function listen(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     allowNegative: true,
     options: {
-      url: { type: 'string', default: 'ws://localhost:38246' },
-      'api-token': { type: 'string' },
-      'person-token': { type: 'string' },
+      url: { type: 'string', default: env.HERALD_WS_URL || 'ws://localhost:38246' },
+      'api-token': { type: 'string', default: env.API_TOKEN || undefined },
+      'person-token': { type: 'string', default: env.PERSON_TOKEN || undefined },
       register: { type: 'string', multiple: true, default: [] },
+      table: { type: 'string', multiple: true, default: [] },
       criteria: { type: 'string', multiple: true, default: [] },
       select: { type: 'string' },
       count: { type: 'string' },
@@ -75,6 +102,15 @@ async function listen(args: string[]): Promise<void> {
     },
   });
   if (!values['api-token']) throw new Error('--api-token is required');
+  // Checked before connecting: a mistyped entry is the caller's to fix, not the node's to refuse.
+  const criteria = criteriaOf(values.criteria);
+  const select = values.select?.split(',');
+  const entries: OnEventInput[] = [...values.register.map((apiName) => ({ apiName })), ...values.table.map(tableEntry)];
+  const onEvents = entries.map((entry) => ({
+    ...entry,
+    ...(criteria && { condition: { conditionType: 'RESPONSE' as const, criteria } }),
+    ...(select && { select }),
+  }));
   const client = await HeraldClient.connect({
     url: values.url,
     apiToken: values['api-token'],
@@ -96,19 +132,16 @@ async function listen(args: string[]): Promise<void> {
     print({ type: 'NOTIFICATION', response });
     if (++seen >= limit) void client.close();
   });
-  const criteria = criteriaOf(values.criteria);
-  const select = values.select?.split(',');
-  const onEvents = values.register.map((apiName) => ({
-    apiName,
-    ...(criteria && { condition: { conditionType: 'RESPONSE' as const, criteria } }),
-    ...(select && { select }),
-  }));
   if (onEvents.length > 0) print({ type: 'REGISTER', response: await client.register(onEvents) });
   const { code, reason } = await client.closed;
   if (seen < limit) process.stderr.write(`closed: ${code} ${reason}\n`);
 }
 
 const [command, ...rest] = process.argv.slice(2);
+if (command === '--help' || command === '-h' || rest.includes('--help') || rest.includes('-h')) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 const run = command === 'tokens' ? tokens : command === 'listen' ? listen : undefined;
 if (!run) {
   process.stderr.write(`${USAGE}\n`);

@@ -1,30 +1,64 @@
 #!/usr/bin/env -S node --no-node-snapshot --max-semi-space-size=16
 /**
- * The `herald-gateway` command: the composition root, and the only place that reads the environment.
- *
- *   PORT               listen port (default: the config's, 38246)
- *   HOST               listen address (default 0.0.0.0)
- *   HERALD_REUSE_PORT  1 or true: share the port with the next node process, for a restart without a gap
- *   HERALD_CONFIG      config file (default: packages/gateway/config/default.yaml)
- *   HERALD_JWT_SECRET  token signing secret (HS256)
- *   MONGODB_URL        use MongoDB for every instance instead of the in-memory data source
- *   REDIS_URL          join a fleet through one redis-server (redis://host:port)
- *   REDIS_CLUSTER_NODES  join a fleet through a Redis Cluster: masters as host:port,host:port,...
- *   HERALD_NODE_ID     this node's id in the fleet (default <hostname>-<pid>-<random>)
- *   NODE_ENV           "production" refuses the shipped default secrets
- *   LOG_LEVEL          pino level (default info)
+ * The `herald-gateway` command: the composition root, and the only place that reads the environment. What it reads
+ * is listed in USAGE (`herald-gateway --help`); docs/configuration.md says the same at length.
  */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import { DEFAULT_CONFIG_FILE, loadConfigFile } from './config/load.ts';
 import { ConfigError } from './errors.ts';
 import { Gateway } from './node.ts';
 
+const USAGE = `usage: herald-gateway [--help]
+
+Runs one Herald gateway node: a WebSocket notification gateway (docs/configuration.md).
+Settings come from a YAML config file; these environment variables override it (an empty value counts as unset):
+
+  HERALD_CONFIG          the config file (default: packages/gateway/config/default.yaml)
+  PORT                   the clients' port: WebSocket, token, health (default: server.port, 38246)
+  HERALD_API_PORT        the back end's port: emit, tables, token, health, /metrics (default: server.apiPort;
+                         unset there too: everything on PORT)
+  HOST                   the address to listen on (default: server.host, 0.0.0.0)
+  HERALD_REUSE_PORT      1 or true: share the ports with the next node process, for a restart without a gap
+  HERALD_JWT_SECRET      the token signing secret (HS256), at least 16 characters
+  MONGODB_URL            use MongoDB for every instance instead of the in-memory data source
+  REDIS_URL              join a fleet through one redis-server (redis://host:port)
+  REDIS_CLUSTER_NODES    join a fleet through a Redis Cluster: its masters as host:port,host:port,...
+  HERALD_NODE_ID         this node's id in the fleet and in every log line (default <hostname>-<pid>-<random>)
+  NODE_ENV               production: refuse the secrets shipped in default.yaml
+  LOG_LEVEL              pino's level (default info)
+
+  HERALD_JWT_SECRET_FILE, MONGODB_URL_FILE, REDIS_URL_FILE
+                         a file holding the value instead (Docker secrets): set the variable or its _FILE, not both
+
+SIGTERM or SIGINT drains the node (its clients are told to reconnect elsewhere), then it exits 0.`;
+
 const env = process.env;
 
-function portFromEnv(): number | undefined {
-  if (env.PORT === undefined || env.PORT === '') return undefined;
-  const port = Number(env.PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT must be 0-65535, got ${env.PORT}`);
+function portFromEnv(name: string): number | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`${name} must be 0-65535, got ${value}`);
   return port;
+}
+
+/** A secret from NAME, or from the file NAME_FILE names (Docker and Compose secrets), never both. */
+function secretFromEnv(name: string): string | undefined {
+  const value = env[name] || undefined;
+  const file = env[`${name}_FILE`] || undefined;
+  if (value !== undefined && file !== undefined) throw new ConfigError(`set ${name} or ${name}_FILE, not both`);
+  if (file === undefined) return value;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`${name}_FILE: cannot read ${file}: ${(error as Error).message}`);
+  }
+  // Files written by `echo` or an editor end with a newline that is not part of the secret.
+  const secret = text.replace(/[\r\n]+$/, '');
+  if (secret === '') throw new ConfigError(`${name}_FILE: ${file} is empty`);
+  return secret;
 }
 
 function flagFromEnv(name: string): boolean | undefined {
@@ -35,14 +69,31 @@ function flagFromEnv(name: string): boolean | undefined {
   throw new ConfigError(`${name} must be 1, true, 0 or false, got ${value}`);
 }
 
+/** --help prints USAGE and ends the process; anything else on the command line is refused. */
+function readArguments(): void {
+  let help: boolean | undefined;
+  try {
+    help = parseArgs({ options: { help: { type: 'boolean', short: 'h' } } }).values.help;
+  } catch (error) {
+    process.stderr.write(`herald-gateway: ${(error as Error).message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+}
+
 async function main(): Promise<void> {
+  readArguments();
   const config = loadConfigFile(env.HERALD_CONFIG || DEFAULT_CONFIG_FILE, {
-    port: portFromEnv(),
+    port: portFromEnv('PORT'),
+    apiPort: portFromEnv('HERALD_API_PORT'),
     host: env.HOST || undefined,
     reusePort: flagFromEnv('HERALD_REUSE_PORT'),
-    secret: env.HERALD_JWT_SECRET || undefined,
-    mongodbUrl: env.MONGODB_URL || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    secret: secretFromEnv('HERALD_JWT_SECRET'),
+    mongodbUrl: secretFromEnv('MONGODB_URL'),
+    redisUrl: secretFromEnv('REDIS_URL'),
     redisCluster: env.REDIS_CLUSTER_NODES ? env.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) : undefined,
     production: env.NODE_ENV === 'production',
   });
@@ -51,7 +102,9 @@ async function main(): Promise<void> {
     nodeId: env.HERALD_NODE_ID || undefined,
   });
   const port = await gateway.listen();
-  gateway.log.info(`herald gateway listening on ${config.server.host}:${port} (user path ${config.userPath})`);
+  const api = gateway.ports?.api;
+  const apiAt = api === undefined ? '' : `, its API on ${config.server.apiHost ?? config.server.host}:${api}`;
+  gateway.log.info(`herald gateway listening on ${config.server.host}:${port}${apiAt} (user path ${config.userPath})`);
   const stop = (signal: string) => {
     gateway.log.info(`${signal}: draining`);
     setTimeout(() => {

@@ -1,4 +1,7 @@
-/** Every instrument of a node, in one registry per node (tests run several nodes in one process). */
+/**
+ * Every instrument of a node, in one registry per node (tests run several nodes in one process). prom-client's
+ * default process and Node.js metrics keep their stock names (process_*, nodejs_*), so stock dashboards read them.
+ */
 import { readdirSync, statSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -10,11 +13,11 @@ export type Metrics = ReturnType<typeof createMetrics>;
  * herald_connections counts the sockets; the open files are counted below without a listing.
  */
 const PER_SOCKET_DEFAULTS = [
-  'herald_process_open_fds',
-  'herald_nodejs_active_handles',
-  'herald_nodejs_active_handles_total',
-  'herald_nodejs_active_resources',
-  'herald_nodejs_active_resources_total',
+  'process_open_fds',
+  'nodejs_active_handles',
+  'nodejs_active_handles_total',
+  'nodejs_active_resources',
+  'nodejs_active_resources_total',
 ];
 
 /** Open file descriptors: Linux ≥ 6.2 gives their count as the size of /proc/self/fd; older ones, a listing. */
@@ -22,14 +25,55 @@ function openFileDescriptors(): number {
   return statSync('/proc/self/fd').size || readdirSync('/proc/self/fd').length;
 }
 
-export function createMetrics() {
+export interface MetricsOptions {
+  /** Whether the node would answer /readyz 200, read at each scrape (herald_ready). */
+  ready?: () => boolean;
+}
+
+/**
+ * herald_http_responses_total's counts as plain numbers per route and status, handed to prom-client at each scrape:
+ * prom-client hashes the labels on every inc, a cost an emit of ~30 µs should not carry.
+ */
+export class ResponseTally {
+  readonly #counts = new Map<string, Map<number, number>>();
+
+  count(route: string, status: number): void {
+    increment(this.#byStatus(route), status);
+  }
+
+  /** A counter of one route's responses by status, with the route looked up once. */
+  forRoute(route: string): (status: number) => void {
+    const byStatus = this.#byStatus(route);
+    return (status) => increment(byStatus, status);
+  }
+
+  #byStatus(route: string): Map<number, number> {
+    let byStatus = this.#counts.get(route);
+    if (!byStatus) this.#counts.set(route, (byStatus = new Map()));
+    return byStatus;
+  }
+
+  /** Every count so far, as label sets and totals. */
+  *totals(): Generator<[{ route: string; status: string }, number]> {
+    for (const [route, byStatus] of this.#counts) {
+      for (const [status, total] of byStatus) yield [{ route, status: String(status) }, total];
+    }
+  }
+}
+
+function increment(counts: Map<number, number>, status: number): void {
+  counts.set(status, (counts.get(status) ?? 0) + 1);
+}
+
+export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'herald_' });
+  const responses = new ResponseTally();
+  collectDefaultMetrics({ register: registry });
   for (const name of PER_SOCKET_DEFAULTS) registry.removeSingleMetric(name);
   const registers = [registry];
   if (process.platform === 'linux') {
     new Gauge({
-      name: 'herald_process_open_fds',
+      name: 'process_open_fds',
       help: 'Number of open file descriptors.',
       registers,
       collect() {
@@ -39,6 +83,14 @@ export function createMetrics() {
   }
   return {
     registry,
+    ready: new Gauge({
+      name: 'herald_ready',
+      help: 'Whether the node takes new clients: 1 when /readyz answers 200, 0 while starting, draining or without its Redis',
+      registers,
+      collect() {
+        this.set(ready() ? 1 : 0);
+      },
+    }),
     connections: new Gauge({ name: 'herald_connections', help: 'Open, authenticated WebSocket connections', registers }),
     connectionsOpened: new Counter({
       name: 'herald_connections_opened_total',
@@ -99,6 +151,23 @@ export function createMetrics() {
       help: 'NOTIFICATION frames written to sockets',
       registers,
     }),
+    fanOutSeconds: new Histogram({
+      name: 'herald_fanout_duration_seconds',
+      help: "Time from an emit's arrival at this node's hub (Hub.deliver) to the last NOTIFICATION of its fan-out written, for emits that matched a local subscriber",
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    httpResponsesTotal: new Counter({
+      name: 'herald_http_responses_total',
+      help: "HTTP responses, by route (the route's pattern, or unmatched) and status, the emit's fast path included; not upgrades (101) nor admission's 503s",
+      labelNames: ['route', 'status'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [labels, total] of responses.totals()) this.inc(labels, total);
+      },
+    }),
+    responses,
     fastPathHandOvers: new Counter({
       name: 'herald_http_fast_path_handovers_total',
       help: "Connections that began with a POST and went to Node's HTTP server (fastify), by reason: other_request (not an emit, or bytes that cannot begin one), http_form (chunked, Expect, a query, a header it does not take whole, a request the client ended in the middle of), body (not a plain JSON object of the emit's shape)",

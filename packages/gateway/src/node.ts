@@ -5,8 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
-import fastifyWebsocket from '@fastify/websocket';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyListenOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator } from './auth/jwt.ts';
@@ -23,10 +22,10 @@ import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
 import { TableCatalogue } from './events/tables.ts';
 import { ConfigError, type Contain } from './errors.ts';
-import { installErrorHandling } from './http/envelope.ts';
-import { healthRoutes } from './http/health.ts';
+import { healthRoutes, metricsRoute } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
-import { emitFastRoute, emitPath, systemApi } from './http/system-api.ts';
+import { HttpServers, type Ports } from './http/servers.ts';
+import { emitFastRoute, emitPath, emitRoute, tokenRoute } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';
@@ -46,7 +45,7 @@ export interface GatewayDeps {
   nodeId?: string | undefined;
   /** Default: built from config.instances. */
   dataSources?: ReadonlyMap<string, DataSource>;
-  /** Fastify's logger option: false (tests), true, or pino options. Default false. */
+  /** Fastify's logger option: false (tests), true, or pino options. Default false. Every line carries the node's id. */
   logger?: boolean | { level: string };
 }
 
@@ -56,7 +55,7 @@ export class Gateway {
   readonly metrics: Metrics;
   readonly broker: Broker;
   readonly authenticator: Authenticator;
-  readonly #app: FastifyInstance;
+  readonly #http: HttpServers;
   readonly #dataSources: ReadonlyMap<string, DataSource>;
   readonly #admission: Admission;
   readonly #runners: CodeRunners;
@@ -66,21 +65,26 @@ export class Gateway {
   readonly #control: FleetControl;
   readonly #webhooks: Webhooks | undefined;
   #ready = false;
+  #ports: Ports | undefined;
 
   private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string) {
     this.config = config;
     this.#dataSources = dataSources;
-    this.metrics = createMetrics();
-    // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
-    const logController = new LogController({ disableRequestLogging: true });
-    this.#app = Fastify({ logger: deps.logger ?? false, logController });
+    const ready = () => this.#ready && this.broker.ready();
+    this.metrics = createMetrics({ ready });
+    const { websocket } = config;
+    this.#http = new HttpServers({
+      server: config.server,
+      logger: loggerOf(deps.logger ?? false, nodeId),
+      metrics: this.metrics,
+      maxPayload: websocket.maxPayload,
+    });
     const contain: Contain = (where, error) => {
       this.metrics.internalErrors.inc({ where });
-      this.#app.log.error({ err: error, where }, 'contained an unexpected error; the node carries on');
+      this.log.error({ err: error, where }, 'contained an unexpected error; the node carries on');
     };
     const broker = deps.broker ?? this.#brokerFor(nodeId, contain);
     this.broker = broker;
-    const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, contain, ...websocket });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
@@ -106,7 +110,6 @@ export class Gateway {
     });
     const tables = new TableCatalogue(config.instances);
     const catalogue = new EventCatalogue(config.events, tables);
-    installErrorHandling(this.#app, this.metrics);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
     this.#runners = new CodeRunners(config.code);
     const transport = new WebSocketTransport({
@@ -120,18 +123,22 @@ export class Gateway {
       pingIntervalMs: websocket.pingIntervalMs,
       sessions: this.#sessions,
     });
-    const systemApiOptions = { userPath: config.userPath, authenticator: this.authenticator, catalogue, broker, metrics: this.metrics };
+    const { authenticator, metrics } = this;
+    const { userPath } = config;
+    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics };
     if (config.server.emitFastPath) {
-      const { bodyLimit } = this.#app.initialConfig;
-      const route = emitFastRoute(systemApiOptions, this.#app.log);
-      this.#fastPath = new EmitFastPath({ path: emitPath(config.userPath), route, bodyLimit: bodyLimit!, metrics: this.metrics });
+      const { bodyLimit } = this.#http.backEnd.initialConfig;
+      const route = emitFastRoute(systemApiOptions, this.log);
+      this.#fastPath = new EmitFastPath({ path: emitPath(userPath), route, bodyLimit: bodyLimit!, metrics });
     }
-    this.#mount(transport, (app) => {
-      const { authenticator, metrics } = this;
-      systemApi(app, systemApiOptions);
-      tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics });
-      controlApi(app, { userPath: config.userPath, authenticator, control: this.#control, groups: config.control.groups });
-      healthRoutes(app, { metrics, ready: () => this.#ready && this.broker.ready() });
+    this.#http.mount({
+      websocket: (app) => transport.route(app),
+      token: (app) => tokenRoute(app, systemApiOptions),
+      health: (app) => healthRoutes(app, ready),
+      emit: (app) => emitRoute(app, systemApiOptions),
+      tables: (app) => tableRoutes(app, { userPath, authenticator, tables, dataSources, broker, metrics }),
+      control: (app) => controlApi(app, { userPath, authenticator, control: this.#control, groups: config.control.groups }),
+      metrics: (app) => metricsRoute(app, metrics),
     });
   }
 
@@ -139,28 +146,9 @@ export class Gateway {
   #gate(dataSources: ReadonlyMap<string, DataSource>): CanConnectGate {
     const prepared = prepareEvents(this.config.events);
     for (const [event, { lean, reasons }] of prepared) {
-      this.#app.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
+      this.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
     }
     return new CanConnectGate({ prepared, runners: this.#runners, sys: dataSourceCalls(dataSources), metrics: this.metrics });
-  }
-
-  /** The WebSocket route and the HTTP routes, on one fastify instance. */
-  #mount(transport: WebSocketTransport, httpRoutes: (app: FastifyInstance) => void): void {
-    // clientTracking off: the hub already tracks sessions, a second set would cost memory per socket.
-    const { maxPayload } = this.config.websocket;
-    this.#app.register(fastifyWebsocket, {
-      options: { maxPayload, perMessageDeflate: false, clientTracking: false },
-      // Sockets are closed by close() with 1001, not by the plugin.
-      preClose: (done) => done(),
-      errorHandler: (error, socket) => {
-        this.#app.log.error({ err: error }, 'WebSocket handler failed');
-        socket.terminate();
-      },
-    });
-    this.#app.register(async (app) => {
-      transport.route(app);
-      httpRoutes(app);
-    });
   }
 
   /** A bad node id stops the node before it opens its data sources. */
@@ -174,7 +162,7 @@ export class Gateway {
     const { redis } = this.config;
     if (!redis) return new MemoryBus().broker(nodeId);
     const { metrics } = this;
-    const log = this.#app.log;
+    const { log } = this;
     return new RedisBroker({
       target: redis,
       nodeId,
@@ -215,18 +203,18 @@ export class Gateway {
       keepMs: longestTokenLifeMs(this.config),
       pollMs: redis ? Math.max(100, Math.floor(redis.leaseMs / 3)) : undefined,
       learned: (subject, revokedAt) => {
-        this.#app.log.info({ subject: describe(subject), revokedAt }, 'tokens revoked');
+        this.log.info({ subject: describe(subject), revokedAt }, 'tokens revoked');
         learned(subject, revokedAt);
       },
       counted: (size) => metrics.revocations.set(size),
-      failed: (error) => this.#app.log.warn({ err: error }, 'could not read the revocations; the next read reads back further'),
+      failed: (error) => this.log.warn({ err: error }, 'could not read the revocations; the next read reads back further'),
     });
   }
 
   #webhooksFor(nodeId: string): Webhooks | undefined {
     const { webhooks } = this.config;
     if (!webhooks) return undefined;
-    const log = this.#app.log;
+    const log = this.log;
     return new Webhooks({
       config: webhooks,
       nodeId,
@@ -236,25 +224,26 @@ export class Gateway {
   }
 
   get log(): FastifyBaseLogger {
-    return this.#app.log;
+    return this.#http.log;
   }
 
-  /** Start the broker, then listen; answers the port (useful with port 0). */
+  /** The ports listened on (useful with port 0); undefined before listen(). */
+  get ports(): Ports | undefined {
+    return this.#ports;
+  }
+
+  /** Start the broker, then listen; answers the clients' port (useful with port 0). */
   async listen(): Promise<number> {
     await this.broker.start((event, eventData) => this.hub.deliver(event, eventData), this.#control.receive);
     // Before the port opens: no handshake may pass a revocation this node has not read yet.
     await this.#revocations.start();
     this.#sessions.start();
-    await this.#app.ready();
-    this.#admission.install(this.#app.server);
-    this.#fastPath?.install(this.#app.server);
-    // fastify passes its listen options on to Node's server.listen, whose reusePort its types do not list yet;
-    // a copy, since fastify writes into them and the config is frozen.
-    const listenOptions: FastifyListenOptions & { reusePort: boolean } = { ...this.config.server };
-    await this.#app.listen(listenOptions);
+    await this.#http.ready();
+    this.#admission.install(this.#http.clients.server);
+    this.#fastPath?.install(this.#http.backEnd.server);
+    this.#ports = await this.#http.listen();
     this.#ready = true;
-    const address = this.#app.server.address();
-    return typeof address === 'object' && address !== null ? address.port : this.config.server.port;
+    return this.#ports.clients;
   }
 
   /**
@@ -269,7 +258,7 @@ export class Gateway {
     this.#ready = false;
     if (this.config.server.reusePort) {
       // As Node's server ends its idle keep-alive connections on close: a back end's next emit then reaches the successor.
-      this.#app.server.close();
+      this.#http.stopListening();
       this.#fastPath?.close();
     }
     this.#admission.close();
@@ -290,7 +279,7 @@ export class Gateway {
       }
     }
     this.#fastPath?.close();
-    await this.#app.close();
+    await this.#http.close();
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
     // Last, so that the disconnects of the drain are among what it sends; before the deadline's exit (main.ts).
@@ -304,6 +293,12 @@ const WEBHOOK_FLUSH_MARGIN_MS = 250;
 /** How long a revocation matters: no token issued before it can live longer than this. */
 function longestTokenLifeMs({ auth }: Readonly<Config>): number {
   return Math.max(auth.tokenTtlSeconds, auth.refreshTtlSeconds) * 1000;
+}
+
+/** Pino's options with the node's id in every line, beside pino's own pid and hostname. */
+function loggerOf(logger: boolean | { level: string }, nodeId: string): FastifyServerOptions['logger'] {
+  if (logger === false) return false;
+  return { ...(logger === true ? {} : logger), base: { pid: process.pid, hostname: hostname(), nodeId } };
 }
 
 /** HERALD_NODE_ID, or a new id; checked like a config field, since the fleet's registry in Redis relies on it. */

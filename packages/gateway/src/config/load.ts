@@ -8,6 +8,8 @@ import { configSchema, type Config } from './schema.ts';
 /** Values from the environment that the composition root passes in; each wins over the file. */
 export interface ConfigOverrides {
   port?: number | undefined;
+  /** HERALD_API_PORT: the back end's port (server.apiPort). */
+  apiPort?: number | undefined;
   host?: string | undefined;
   /** HERALD_REUSE_PORT: share the port with the node's successor. */
   reusePort?: boolean | undefined;
@@ -71,7 +73,7 @@ function redisWithOverrides(redis: unknown, { redisUrl, redisCluster }: ConfigOv
 }
 
 function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
-  const { port, host, reusePort, secret, mongodbUrl } = overrides;
+  const { port, apiPort, host, reusePort, secret, mongodbUrl } = overrides;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
   const config = raw as RawSection;
   const instances = Object.fromEntries(
@@ -82,7 +84,7 @@ function withOverrides(raw: unknown, overrides: ConfigOverrides): unknown {
   );
   return {
     ...config,
-    server: { ...section(config.server), ...defined({ port, host, reusePort }) },
+    server: { ...section(config.server), ...defined({ port, apiPort, host, reusePort }) },
     auth: { ...section(config.auth), ...defined({ secret }) },
     ...(config.instances === undefined ? {} : { instances }),
     ...defined({ redis: redisWithOverrides(config.redis, overrides) }),

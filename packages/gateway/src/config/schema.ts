@@ -10,10 +10,17 @@ const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." an
 
 const server = z
   .object({
-    /** TCP port of HTTP and WebSocket. Default 38246; 0 picks a free port. */
+    /** TCP port of the clients (WebSocket, token, health), and of everything else without apiPort. Default 38246; 0 picks a free port. */
     port: z.number().int().min(0).max(65535).default(38246),
     /** Address to bind. Default 0.0.0.0. */
     host: z.string().default('0.0.0.0'),
+    /**
+     * The back end's port: emit, the table API, token, health and /metrics move here, and the clients' port keeps only
+     * the WebSocket, token and health. Default absent: everything on `port`. 0 picks a free port. HERALD_API_PORT overrides.
+     */
+    apiPort: z.number().int().min(0).max(65535).optional(),
+    /** Address the API port binds. Default: `host`. */
+    apiHost: z.string().optional(),
     /**
      * Share the port with another node process (SO_REUSEPORT), for a restart without a gap: start the new
      * process, then SIGTERM the old one, which stops listening at once so that every new client reaches the new
@@ -34,7 +41,12 @@ const server = z
      */
     emitFastPath: z.boolean().default(true),
   })
-  .strict();
+  .strict()
+  .refine((s) => s.apiPort === undefined || s.apiPort === 0 || s.apiPort !== s.port, {
+    message: 'apiPort must differ from port',
+    path: ['apiPort'],
+  })
+  .refine((s) => s.apiHost === undefined || s.apiPort !== undefined, { message: 'apiHost needs apiPort', path: ['apiHost'] });
 
 const websocket = z
   .object({

@@ -157,13 +157,21 @@ export class EmitFastPath {
     const first = (chunk: Buffer): void => {
       socket.removeListener('data', first);
       socket.removeListener('error', ignore);
+      socket.removeListener('end', gone);
       clearTimeout(silent);
       if (chunk[0] !== POST) return owner.handOver(socket, chunk, undefined);
       const connection = new PlainConnection(socket, owner);
       this.#connections.add(connection);
       connection.read(chunk);
     };
+    // A client that leaves before its first byte (a TCP probe): the server's sockets stay half open (allowHalfOpen),
+    // and until the timer above, this one would hold up the server's close.
+    const gone = (): void => {
+      clearTimeout(silent);
+      socket.destroy();
+    };
     socket.on('error', ignore);
+    socket.on('end', gone);
     socket.on('data', first);
   }
 

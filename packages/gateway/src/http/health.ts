@@ -2,18 +2,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../metrics.ts';
 
-export interface HealthOptions {
-  metrics: Metrics;
-  /** Whether the node should receive new clients (false while starting or draining). */
-  ready: () => boolean;
-}
+/** Whether the node should receive new clients (false while starting or draining). */
+export type Readiness = () => boolean;
 
-export function healthRoutes(app: FastifyInstance, { metrics, ready }: HealthOptions): void {
+export function healthRoutes(app: FastifyInstance, ready: Readiness): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const isReady = ready();
     return reply.code(isReady ? 200 : 503).send({ ready: isReady });
   });
+}
+
+export function metricsRoute(app: FastifyInstance, metrics: Metrics): void {
   app.get('/metrics', async (_request, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );

@@ -91,14 +91,15 @@ function tokenRequest(body: TokenBody): TokenRequest {
   }
 }
 
-export function systemApi(app: FastifyInstance, options: SystemApiOptions): void {
-  const { authenticator } = options;
-  const prefix = `/api/system-api/${options.userPath}`;
-
-  app.post<{ Body: TokenBody }>(`${prefix}/token`, { schema: { body: tokenBody } }, async (request) =>
+/** POST .../token: what browsers and back ends call alike, on either port. */
+export function tokenRoute(app: FastifyInstance, { userPath, authenticator }: Pick<SystemApiOptions, 'userPath' | 'authenticator'>): void {
+  app.post<{ Body: TokenBody }>(`/api/system-api/${userPath}/token`, { schema: { body: tokenBody } }, async (request) =>
     ok(await authenticator.issue(tokenRequest(request.body))),
   );
+}
 
+export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void {
+  const { authenticator } = options;
   app.decorateRequest('apiUser', null);
   // Authentication is a hook, so a caller without a valid token learns that before anything about its body.
   // A callback, not async: every emit passes it, and an async hook costs a promise and a microtask each time.
@@ -150,8 +151,11 @@ function emitter({ catalogue, broker, metrics }: SystemApiOptions) {
 export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger): FastRoute {
   const emit = emitter(options);
   const { authenticator, metrics } = options;
+  // herald_http_responses_total under the route's own pattern, as fastify's answers to the same path are counted.
+  const counted = metrics.responses.forRoute(emitPath(options.userPath));
   const refused = (error: unknown): FastAnswer => {
     const { statusCode, body, retryAfterS } = refusalOf(error as FastifyError, metrics, log);
+    counted(statusCode);
     return { statusCode, body: JSON.stringify(body), retryAfterS };
   };
   return (apiToken) => {
@@ -163,7 +167,10 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     }
     return ({ name, eventData }) => {
       if (typeof name !== 'string' || name.length === 0 || !isRecord(eventData)) return undefined;
-      return emit(apiUser, { name, eventData }).then((envelope): FastAnswer => ({ statusCode: 200, body: JSON.stringify(envelope) }), refused);
+      return emit(apiUser, { name, eventData }).then((envelope): FastAnswer => {
+        counted(200);
+        return { statusCode: 200, body: JSON.stringify(envelope) };
+      }, refused);
     };
   };
 }

@@ -136,6 +136,7 @@ export class Hub {
    * meets ends more than this emit: a throw (eventData that cannot be serialised slipped past the door) is counted.
    */
   deliver(event: string, eventData: Record<string, unknown>): void {
+    const start = performance.now();
     this.#metrics.deliveriesIn.inc();
     let matched: Subscription[];
     try {
@@ -143,7 +144,7 @@ export class Hub {
     } catch (error) {
       return this.#options.contain('fan_out', error);
     }
-    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData));
+    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData), start);
   }
 
   /**
@@ -258,12 +259,15 @@ export class Hub {
   }
 
   /** Counting per chunk, not per frame: a counter update per recipient would cost more than the write's JS. */
-  #fanOut(writes: Generator<boolean>): void {
+  #fanOut(writes: Generator<boolean>, start: number): void {
     let sent = 0;
     try {
       for (let step = 0; step < this.#options.fanOutChunk; step++) {
         const next = writes.next();
-        if (next.done) return this.#metrics.notificationsOut.inc(sent);
+        if (next.done) {
+          this.#metrics.fanOutSeconds.observe((performance.now() - start) / 1000);
+          return this.#metrics.notificationsOut.inc(sent);
+        }
         if (next.value) sent++;
       }
     } catch (error) {
@@ -271,7 +275,7 @@ export class Hub {
       return this.#options.contain('fan_out', error);
     }
     this.#metrics.notificationsOut.inc(sent);
-    setImmediate(() => this.#fanOut(writes));
+    setImmediate(() => this.#fanOut(writes, start));
   }
 
   /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */

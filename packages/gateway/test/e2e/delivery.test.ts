@@ -8,6 +8,7 @@ import {
   metric,
   onEvent,
   personToken,
+  sampleCount,
   startNode,
   type TestNode,
 } from '../support/gateway.ts';
@@ -144,9 +145,12 @@ describe('emit refusals', () => {
 
 describe('metrics', () => {
   test('count connections, subscriptions, emits and notifications out', async () => {
+    const emitted = { route: '/api/system-api/bench/emit-event-ws', status: '200' };
     const base = {
       out: await metric(node, 'herald_notifications_out_total'),
       emits: await metric(node, 'herald_emits_total', { event: 'order-updates' }),
+      fanOuts: await sampleCount(node, 'herald_fanout_duration_seconds'),
+      answered: await metric(node, 'herald_http_responses_total', emitted),
     };
     const nick = await tab('NICK', 'WAHLBERG', '2');
     await tab('NICK', 'WAHLBERG', '2');
@@ -157,11 +161,19 @@ describe('metrics', () => {
     await nick.next('NOTIFICATION');
     assert.equal(await metric(node, 'herald_notifications_out_total'), base.out + 2);
     assert.equal(await metric(node, 'herald_emits_total', { event: 'order-updates' }), base.emits + 1);
+    // One fan-out timed (two recipients, one emit); the emit's answer counted on the fast path (Node's fetch).
+    assert.equal(await sampleCount(node, 'herald_fanout_duration_seconds'), base.fanOuts + 1);
+    assert.equal(await metric(node, 'herald_http_responses_total', emitted), base.answered + 1);
     const text = await (await fetch(`${node.http}/metrics`)).text();
     assert.match(text, /^herald_connections 2$/m);
+    assert.match(text, /^herald_ready 1$/m);
+    // prom-client's defaults under their stock names, for stock dashboards.
+    assert.match(text, /^nodejs_eventloop_lag_p99_seconds /m);
+    assert.match(text, /^process_cpu_seconds_total /m);
+    assert.doesNotMatch(text, /^herald_(nodejs|process)_(?!max_resident)/m);
     // Open files counted without listing them; no gauge that lists every handle on each scrape.
-    const openFds = await metric(node, 'herald_process_open_fds');
-    assert.ok(openFds >= 2, `herald_process_open_fds counts at least the two sockets: ${openFds}`);
-    assert.doesNotMatch(text, /^herald_nodejs_active_(handles|resources)/m);
+    const openFds = await metric(node, 'process_open_fds');
+    assert.ok(openFds >= 2, `process_open_fds counts at least the two sockets: ${openFds}`);
+    assert.doesNotMatch(text, /^nodejs_active_(handles|resources)/m);
   });
 });

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { HeraldClient, type Notification } from '@herald/client';
+// By path, not as a package: @herald/client's own tests depend on this package, and pnpm warns of a cycle.
+import { HeraldClient, type Notification } from '../../../client/src/index.ts';
 import { keyspace } from '../../src/broker/redis/keys.ts';
 import { apiToken, emit, personToken, type HttpTarget } from '../support/gateway.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';

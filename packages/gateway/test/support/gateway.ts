@@ -161,3 +161,10 @@ export async function metric(node: TestNode, name: string, labels: Record<string
   const sample = values.find((v) => Object.entries(labels).every(([key, value]) => String(v.labels[key]) === value));
   return sample?.value ?? 0;
 }
+
+/** The number of observations of a histogram without labels. */
+export async function sampleCount(node: TestNode, name: string): Promise<number> {
+  const { values } = await node.gateway.metrics.registry.getSingleMetric(name)!.get();
+  // prom-client names a histogram's samples (metricName) without listing the field in its types.
+  return values.find((v) => (v as { metricName?: string }).metricName === `${name}_count`)?.value ?? 0;
+}
