@@ -9,7 +9,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyListenOptions } from 'fastify';
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
-import { JwtAuthenticator } from './auth/jwt.ts';
+import { JwtAuthenticator, type AuthObserver } from './auth/jwt.ts';
 import type { Broker } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
 import { RedisBroker } from './broker/redis/broker.ts';
@@ -23,9 +23,10 @@ import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
 import { TableCatalogue } from './events/tables.ts';
 import { ConfigError } from './errors.ts';
-import { installErrorHandling } from './http/envelope.ts';
+import { answerFailure, installErrorHandling } from './http/envelope.ts';
 import { healthRoutes } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
+import { rateLimiters } from './http/rate-limit.ts';
 import { emitFastRoute, emitPath, systemApi } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
 import { Hub } from './hub/hub.ts';
@@ -63,13 +64,15 @@ export class Gateway {
     this.metrics = createMetrics();
     // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
     const logController = new LogController({ disableRequestLogging: true });
-    this.#app = Fastify({ logger: deps.logger ?? false, logController });
+    // frameworkErrors: a URL fastify cannot route (bad percent-encoding) gets the same envelope as every failure.
+    const { trustProxy } = config.server;
+    this.#app = Fastify({ logger: deps.logger ?? false, logController, trustProxy, frameworkErrors: answerFailure(this.metrics) });
     const broker = deps.broker ?? this.#brokerFor(nodeId);
     this.broker = broker;
     const { websocket } = config;
     this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
-    this.authenticator = new JwtAuthenticator({ config, dataSources });
-    const tables = new TableCatalogue(config.instances);
+    this.authenticator = new JwtAuthenticator({ config, dataSources, observer: this.#authObserver() });
+    const tables = new TableCatalogue(config);
     const catalogue = new EventCatalogue(config.events, tables);
     installErrorHandling(this.#app, this.metrics);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
@@ -88,12 +91,28 @@ export class Gateway {
       const route = emitFastRoute(systemApiOptions, this.#app.log);
       this.#fastPath = new EmitFastPath({ path: emitPath(config.userPath), route, bodyLimit: bodyLimit!, metrics: this.metrics });
     }
+    const limiters = rateLimiters(config.rateLimit, this.metrics);
     this.#mount(transport, (app) => {
       const { authenticator, metrics } = this;
-      systemApi(app, systemApiOptions);
-      tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics });
+      systemApi(app, systemApiOptions, limiters.tokenRequests);
+      const limits = config.tables;
+      tableRoutes(app, { userPath: config.userPath, authenticator, tables, dataSources, broker, metrics, limits, rateLimiters: limiters });
       healthRoutes(app, { metrics, ready: () => this.#ready && this.broker.ready() });
     });
+  }
+
+  /** Logins counted by result; a generator whose people's passwords are not hashed is named once in the log. */
+  #authObserver(): AuthObserver {
+    const { metrics } = this;
+    const log = this.#app.log;
+    return {
+      personLogin: (generator, result) => metrics.personLogins.inc({ generator, result }),
+      passwordNotHashed: (generator, column) =>
+        log.warn(
+          { generator, column },
+          `token generator ${generator}: a person's ${column} holds no scrypt hash (plain text?), so nobody logs in with it; store hashes (herald-gateway hash-password)`,
+        ),
+    };
   }
 
   /** Events' can-connect code, prepared once: bad code stops the node here, naming the event. */

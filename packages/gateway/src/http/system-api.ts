@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
+import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
 
 export interface SystemApiOptions {
   userPath: string;
@@ -91,11 +92,13 @@ function tokenRequest(body: TokenBody): TokenRequest {
   }
 }
 
-export function systemApi(app: FastifyInstance, options: SystemApiOptions): void {
+/** `tokenRequests`: the limit on token requests per client address, spent before the body is read. */
+export function systemApi(app: FastifyInstance, options: SystemApiOptions, tokenRequests: RateLimiter): void {
   const { authenticator } = options;
   const prefix = `/api/system-api/${options.userPath}`;
 
-  app.post<{ Body: TokenBody }>(`${prefix}/token`, { schema: { body: tokenBody } }, async (request) =>
+  const limitTokenRequests = limitBy((request) => [tokenRequests, clientOf(request)]);
+  app.post<{ Body: TokenBody }>(`${prefix}/token`, { schema: { body: tokenBody }, onRequest: limitTokenRequests }, async (request) =>
     ok(await authenticator.issue(tokenRequest(request.body))),
   );
 
