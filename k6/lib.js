@@ -16,7 +16,8 @@ export const USER_PATH = __ENV.USER_PATH || 'bench';
 const API_USER = __ENV.API_USER || 'bench';
 const API_PASSWORD = __ENV.API_PASSWORD || 'bench';
 
-// Each row logs in with first_name / last_name (the `customers` token generator) and may register
+// Each row logs in with first_name / last_name (the `customers` token generator: a demo person's password is
+// their last name, which the gateway holds only as a scrypt hash in password_hash) and may register
 // order-updates only with criteria.recipientId equal to its customer_id. open() runs in the init context.
 const people = JSON.parse(open(__ENV.PEOPLE_FILE || '../packages/gateway/data/customers.json'));
 

@@ -24,8 +24,11 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   CAN_CONNECT_REFUSED: 403,
   TOO_MANY_SUBSCRIPTIONS: 429,
   BAD_REQUEST: 400,
+  UNSUPPORTED_MEDIA_TYPE: 415,
   NOT_FOUND: 404,
   FORBIDDEN: 403,
+  TABLE_FORBIDDEN: 403,
+  RATE_LIMITED: 429,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 };
@@ -33,12 +36,15 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
 export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly statusCode: number;
+  /** Seconds after which the same request may succeed (a Retry-After header), for a refusal that passes. */
+  readonly retryAfterS: number | undefined;
 
-  constructor(code: ErrorCode, message: string) {
+  constructor(code: ErrorCode, message: string, retryAfterS?: number) {
     super(message);
     this.name = 'GatewayError';
     this.code = code;
     this.statusCode = HTTP_STATUS[code];
+    this.retryAfterS = retryAfterS;
   }
 
   toWire(): WireError {

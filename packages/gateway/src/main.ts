@@ -4,14 +4,19 @@
  * is listed in USAGE (`herald-gateway --help`); docs/configuration.md says the same at length.
  */
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { DEFAULT_COST, costOf, hashPassword } from './auth/password.ts';
 import { DEFAULT_CONFIG_FILE, loadConfigFile } from './config/load.ts';
 import { ConfigError } from './errors.ts';
 import { Gateway } from './node.ts';
 
 const USAGE = `usage: herald-gateway [--help]
+       herald-gateway hash-password [--cost ln=15,r=8,p=3] [password]
 
 Runs one Herald gateway node: a WebSocket notification gateway (docs/configuration.md).
+hash-password prints the scrypt hash of a person's password, for a token generator's passwordColumn; without the
+argument it reads the password from stdin (one line), which keeps it out of the shell's history and the process list.
 Settings come from a YAML config file; these environment variables override it (an empty value counts as unset):
 
   HERALD_CONFIG          the config file (default: packages/gateway/config/default.yaml)
@@ -25,7 +30,7 @@ Settings come from a YAML config file; these environment variables override it (
   REDIS_URL              join a fleet through one redis-server (redis://host:port)
   REDIS_CLUSTER_NODES    join a fleet through a Redis Cluster: its masters as host:port,host:port,...
   HERALD_NODE_ID         this node's id in the fleet and in every log line (default <hostname>-<pid>-<random>)
-  NODE_ENV               production: refuse the secrets shipped in default.yaml
+  NODE_ENV               production (in any case): refuse the secrets shipped in default.yaml
   LOG_LEVEL              pino's level (default info)
 
   HERALD_JWT_SECRET_FILE, MONGODB_URL_FILE, REDIS_URL_FILE
@@ -95,7 +100,7 @@ async function main(): Promise<void> {
     mongodbUrl: secretFromEnv('MONGODB_URL'),
     redisUrl: secretFromEnv('REDIS_URL'),
     redisCluster: env.REDIS_CLUSTER_NODES ? env.REDIS_CLUSTER_NODES.split(',').map((node) => node.trim()) : undefined,
-    production: env.NODE_ENV === 'production',
+    production: env.NODE_ENV?.trim().toLowerCase() === 'production',
   });
   const gateway = await Gateway.create(config, {
     logger: { level: env.LOG_LEVEL || 'info' },
@@ -123,7 +128,25 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-main().catch((error: unknown) => {
+async function hashPasswordCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { cost: { type: 'string' } } });
+  if (positionals.length > 1) throw new ConfigError('usage: herald-gateway hash-password [--cost ln=15,r=8,p=3] [password]');
+  const cost = values.cost === undefined ? DEFAULT_COST : costOf(values.cost);
+  let password = positionals[0];
+  if (password === undefined) {
+    const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    for await (const line of lines) {
+      password = line;
+      break;
+    }
+    lines.close();
+  }
+  if (!password) throw new ConfigError('hash-password: no password given (as its argument, or a line on stdin)');
+  process.stdout.write(`${await hashPassword(password, cost)}\n`);
+}
+
+const [command, ...args] = process.argv.slice(2);
+(command === 'hash-password' ? hashPasswordCommand(args) : main()).catch((error: unknown) => {
   process.stderr.write(`herald-gateway: ${error instanceof ConfigError ? error.message : (error as Error).stack}\n`);
   process.exit(1);
 });

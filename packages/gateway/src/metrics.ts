@@ -180,6 +180,24 @@ export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
       labelNames: ['code'],
       registers,
     }),
+    rateLimited: new Counter({
+      name: 'herald_rate_limited_total',
+      help: 'HTTP requests refused with 429 RATE_LIMITED, by limit (tokenRequests, tableCalls, apiUserTableCalls)',
+      labelNames: ['limit'],
+      registers,
+    }),
+    personLogins: new Counter({
+      name: 'herald_person_logins_total',
+      help: 'AM_DB logins, by token generator and result (ok, wrong_password, unknown_person, not_hashed, busy)',
+      labelNames: ['generator', 'result'],
+      registers,
+    }),
+    tableRowsRefused: new Counter({
+      name: 'herald_table_rows_refused_total',
+      help: 'Table saves refused for a row over tables.maxRowBytes or nested deeper than the JSON depth limit, by reason (size, depth)',
+      labelNames: ['reason'],
+      registers,
+    }),
     handshakesInFlight: new Gauge({
       name: 'herald_handshakes_in_flight',
       help: 'Clients in the handshake (upgrade to first REGISTER answered)',

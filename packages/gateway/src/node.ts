@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
-import { JwtAuthenticator } from './auth/jwt.ts';
+import { JwtAuthenticator, type AuthObserver } from './auth/jwt.ts';
 import type { Broker } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
 import { RedisBroker } from './broker/redis/broker.ts';
@@ -24,6 +24,7 @@ import { TableCatalogue } from './events/tables.ts';
 import { ConfigError, type Contain } from './errors.ts';
 import { healthRoutes, metricsRoute } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
+import { rateLimiters } from './http/rate-limit.ts';
 import { HttpServers, type Ports } from './http/servers.ts';
 import { emitFastRoute, emitPath, emitRoute, tokenRoute } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
@@ -88,7 +89,7 @@ export class Gateway {
     this.hub = new Hub({ broker, metrics: this.metrics, contain, ...websocket });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
-    this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations });
+    this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations, observer: this.#authObserver() });
     this.#webhooks = this.#webhooksFor(broker.nodeId);
     this.#sessions = new LocalSessions({
       hub: this.hub,
@@ -108,7 +109,7 @@ export class Gateway {
       keepRevocationsMs: longestTokenLifeMs(config),
       presenceTimeoutMs: config.control.presenceTimeoutMs,
     });
-    const tables = new TableCatalogue(config.instances);
+    const tables = new TableCatalogue(config);
     const catalogue = new EventCatalogue(config.events, tables);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
     this.#runners = new CodeRunners(config.code);
@@ -131,15 +132,31 @@ export class Gateway {
       const route = emitFastRoute(systemApiOptions, this.log);
       this.#fastPath = new EmitFastPath({ path: emitPath(userPath), route, bodyLimit: bodyLimit!, metrics });
     }
+    const limiters = rateLimiters(config.rateLimit, this.metrics);
+    const limits = config.tables;
     this.#http.mount({
       websocket: (app) => transport.route(app),
-      token: (app) => tokenRoute(app, systemApiOptions),
+      token: (app) => tokenRoute(app, systemApiOptions, limiters.tokenRequests),
       health: (app) => healthRoutes(app, ready),
       emit: (app) => emitRoute(app, systemApiOptions),
-      tables: (app) => tableRoutes(app, { userPath, authenticator, tables, dataSources, broker, metrics }),
+      tables: (app) => tableRoutes(app, { userPath, authenticator, tables, dataSources, broker, metrics, limits, rateLimiters: limiters }),
       control: (app) => controlApi(app, { userPath, authenticator, control: this.#control, groups: config.control.groups }),
       metrics: (app) => metricsRoute(app, metrics),
     });
+  }
+
+  /** Logins counted by result; a generator whose people's passwords are not hashed is named once in the log. */
+  #authObserver(): AuthObserver {
+    const { metrics } = this;
+    const { log } = this;
+    return {
+      personLogin: (generator, result) => metrics.personLogins.inc({ generator, result }),
+      passwordNotHashed: (generator, column) =>
+        log.warn(
+          { generator, column },
+          `token generator ${generator}: a person's ${column} holds no scrypt hash (plain text?), so nobody logs in with it; store hashes (herald-gateway hash-password)`,
+        ),
+    };
   }
 
   /** Events' can-connect code, prepared once: bad code stops the node here, naming the event. */

@@ -60,10 +60,85 @@ describe('config', () => {
     // Without generators no person token exists, so nothing may bind to one.
     raw.events = { announcements: raw.events.announcements };
     const config = loadConfigFile(writeConfig(raw));
-    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0', reusePort: false, backlog: 4096, emitFastPath: true });
+    assert.deepEqual(config.server, { port: 38246, host: '0.0.0.0', reusePort: false, backlog: 4096, emitFastPath: true, trustProxy: false });
     assert.equal(config.websocket.maxSubscriptionsPerConnection, 100);
     assert.deepEqual(config.instances, {});
     assert.deepEqual(config.tokenGenerators, {});
+    assert.deepEqual(config.tables, { pageSize: 100, maxPageSize: 1000, maxPageBytes: 1048576, maxRowBytes: 16384, maxSaveBytes: 1048576 });
+    assert.deepEqual(config.rateLimit, {
+      tokenRequests: { perSecond: 5, burst: 50 },
+      tableCalls: { perSecond: 20, burst: 40 },
+      apiUserTableCalls: { perSecond: 200, burst: 400 },
+      maxCallers: 10000,
+    });
+  });
+
+  it('reads a table\'s access as { read, write }, one level standing for both; default both, hidden none', () => {
+    const raw = shipped();
+    raw.instances.mongodb.databases.am_bench.collections = {
+      ...raw.instances.mongodb.databases.am_bench.collections,
+      shorthand: { access: 'apiUser' },
+      split: { access: { read: 'public', write: 'none' }, hidden: ['secret'] },
+      closed: { access: 'none' },
+      bare: {},
+    };
+    const collections = loadConfigFile(writeConfig(raw)).instances.mongodb?.databases.am_bench?.collections;
+    assert.deepEqual(collections?.shorthand?.access, { read: 'apiUser', write: 'apiUser' });
+    assert.deepEqual(collections?.split, { access: { read: 'public', write: 'none' }, hidden: ['secret'] });
+    assert.deepEqual(collections?.closed?.access, { read: 'none', write: 'none' });
+    assert.deepEqual(collections?.bare, { access: { read: 'both', write: 'both' }, hidden: [] });
+    assert.deepEqual(collections?.customers?.access, { read: 'both', write: 'none' });
+  });
+
+  it('refuses an access that is not a level or { read, write }, naming the field and the choices', () => {
+    const field = 'instances.mongodb.databases.am_bench.collections.inserts_public.access';
+    const cases: Array<[unknown, string]> = [
+      ['everyone', 'public, apiUser, both or none'],
+      [{ read: 'public' }, 'public, apiUser, both or none'],
+      [{ read: 'public', write: 'all' }, 'public, apiUser, both or none'],
+      [{ read: 'public', write: 'none', delete: 'none' }, 'Unrecognized key: "delete"'],
+    ];
+    for (const [access, problem] of cases) {
+      const raw = shipped();
+      raw.instances.mongodb.databases.am_bench.collections.inserts_public.access = access;
+      refuses(raw, [field, problem]);
+    }
+  });
+
+  it('refuses any write access to a token generator\'s collection: a saved row would be a person anyone could log in as', () => {
+    for (const access of ['both', 'public', { read: 'both', write: 'apiUser' }, undefined]) {
+      const raw = shipped();
+      raw.instances.mongodb.databases.am_bench.collections.customers.access = access;
+      refuses(raw, ['instances.mongodb.databases.am_bench.collections.customers.access', 'token generator customers', 'write: none']);
+    }
+    const readable = shipped();
+    readable.instances.mongodb.databases.am_bench.collections.customers.access = 'none';
+    assert.deepEqual(loadConfigFile(writeConfig(readable)).instances.mongodb?.databases.am_bench?.collections.customers?.access, {
+      read: 'none',
+      write: 'none',
+    });
+  });
+
+  it('refuses table limits that contradict each other, and rate limits that could never let a request through', () => {
+    const pages = shipped();
+    pages.tables = { pageSize: 500, maxPageSize: 100 };
+    refuses(pages, ['tables.pageSize', 'maxPageSize']);
+    const never = shipped();
+    never.rateLimit = { tokenRequests: { perSecond: 0 }, tableCalls: { burst: 0 } };
+    refuses(never, ['rateLimit.tokenRequests.perSecond', 'rateLimit.tableCalls.burst']);
+    const partial = shipped();
+    partial.rateLimit = { tableCalls: { burst: 5 } };
+    assert.deepEqual(loadConfigFile(writeConfig(partial)).rateLimit.tableCalls, { perSecond: 20, burst: 5 });
+  });
+
+  it('takes server.trustProxy as a boolean or a list of addresses and ranges, and refuses anything else', () => {
+    const raw = shipped();
+    raw.server.trustProxy = ['10.0.0.0/8', '::1', 'loopback'];
+    assert.deepEqual(loadConfigFile(writeConfig(raw)).server.trustProxy, ['10.0.0.0/8', '::1', 'loopback']);
+    for (const trustProxy of [['10.0.0.0/33'], ['proxy.example'], 2, []]) {
+      raw.server.trustProxy = trustProxy;
+      refuses(raw, ['server.trustProxy']);
+    }
   });
 
   it('refuses a bind to a column that no token generator selects', () => {

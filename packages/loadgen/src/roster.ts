@@ -46,6 +46,10 @@ export interface ClientPlan {
 /** The customers of the gateway's embedded default config (as k6/lib.js reads them). */
 export const DEFAULT_PEOPLE_FILE = fileURLToPath(new URL('../data/customers.json', import.meta.resolve('@herald/gateway')));
 
+/**
+ * The people of `file`, a JSON array of rows: each logs in with its first_name and, as the gateway's demo people do,
+ * its last_name for a password (the gateway stores only the password's hash, in password_hash).
+ */
 export function loadPeople(file: string = DEFAULT_PEOPLE_FILE): Person[] {
   const rows = JSON.parse(readFileSync(file, 'utf8')) as Array<Record<string, unknown>>;
   return rows.map((row) => ({

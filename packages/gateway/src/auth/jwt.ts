@@ -21,6 +21,7 @@ import {
   type VerifiedApiToken,
   type VerifiedPersonToken,
 } from './authenticator.ts';
+import { DECOY_HASH, PasswordChecks } from './password.ts';
 
 type TokenKind = 'api' | 'person';
 
@@ -76,6 +77,19 @@ const API_TOKENS_KEPT = 64;
 /** A person's token comes with each of their connections: kept, a reconnect skips the signature check. */
 const PERSON_TOKENS_KEPT = 10_000;
 const TOKEN_KEPT_MS = 600_000;
+/** Password checks at once: half of libuv's default pool, so that DNS and file work keep threads through a login flood. */
+const PASSWORD_CHECKS_AT_ONCE = 2;
+/** Logins waiting for a check; past it, UNAVAILABLE. At the default cost, ~8 s of checks. */
+const PASSWORD_CHECKS_WAITING = 64;
+
+export type PersonLoginResult = 'ok' | 'wrong_password' | 'unknown_person' | 'not_hashed' | 'busy';
+
+/** What the authenticator tells the node about logins: counted, and logged once where the config needs mending. */
+export interface AuthObserver {
+  personLogin(generator: string, result: PersonLoginResult): void;
+  /** Once per generator: a person's passwordColumn holds no hash (plain text?), so nobody logs in with it. */
+  passwordNotHashed(generator: string, column: string): void;
+}
 
 export interface JwtAuthenticatorOptions {
   config: Pick<Config, 'auth' | 'apiUsers' | 'tokenGenerators' | 'userPath'>;
@@ -83,6 +97,7 @@ export interface JwtAuthenticatorOptions {
   dataSources: ReadonlyMap<string, DataSource>;
   /** Revoked subjects (the control API's revoke); none without it. */
   revocations?: RevocationList | undefined;
+  observer?: AuthObserver | undefined;
 }
 
 /** A token without `iat` counts as issued at the epoch (before any revocation), one without `exp` as never expiring. */
@@ -106,11 +121,17 @@ export class JwtAuthenticator implements Authenticator {
   readonly #sign: (claims: Claims) => string;
   readonly #signRefresh: (claims: Claims) => string;
   readonly #verify: (token: string) => Claims;
+  readonly #passwords = new PasswordChecks(PASSWORD_CHECKS_AT_ONCE, PASSWORD_CHECKS_WAITING);
+  /** Per generator, a stored hash seen: an unknown person's login is checked against it, to take as long as a known one's. */
+  readonly #decoys = new Map<string, string>();
+  readonly #notHashedTold = new Set<string>();
+  readonly #observer: AuthObserver | undefined;
 
-  constructor({ config, dataSources, revocations }: JwtAuthenticatorOptions) {
+  constructor({ config, dataSources, revocations, observer }: JwtAuthenticatorOptions) {
     this.#config = config;
     this.#revocations = revocations;
     this.#dataSources = dataSources;
+    this.#observer = observer;
     for (const [name, { password, groups }] of Object.entries(config.apiUsers)) {
       this.#apiUsers.set(name, { user: Object.freeze({ name, groups: new Set(groups) }), password });
     }
@@ -121,7 +142,9 @@ export class JwtAuthenticator implements Authenticator {
     const common = { algorithm, key: signKey, iss: `herald/${config.userPath}` } as const;
     this.#sign = createSigner({ ...common, expiresIn: auth.tokenTtlSeconds * 1000 });
     this.#signRefresh = createSigner({ ...common, expiresIn: auth.refreshTtlSeconds * 1000 });
-    this.#verify = createVerifier({ key: verifyKey, algorithms: [algorithm], allowedIss: `herald/${config.userPath}` });
+    // Every token this node signs has both: one without either was not signed by a node of this fleet's config.
+    const requiredClaims = ['iss', 'exp'];
+    this.#verify = createVerifier({ key: verifyKey, algorithms: [algorithm], allowedIss: `herald/${config.userPath}`, requiredClaims });
   }
 
   async issue(request: TokenRequest): Promise<TokenGrant> {
@@ -198,6 +221,9 @@ export class JwtAuthenticator implements Authenticator {
       if (error instanceof TokenError && error.code === TokenError.codes.expired) {
         throw new GatewayError('TOKEN_EXPIRED', 'the token has expired');
       }
+      if (error instanceof TokenError && CLAIM_ERRORS.has(error.code)) {
+        throw new GatewayError('TOKEN_INVALID', `the token is not this node's: ${error.message}`);
+      }
       throw new GatewayError('TOKEN_INVALID', 'the token is malformed or its signature does not match');
     }
     if (claims.typ !== typ) throw new GatewayError('TOKEN_INVALID', `expected a ${typ} token, got a ${claims.typ} token`);
@@ -223,10 +249,19 @@ export class JwtAuthenticator implements Authenticator {
       limit: 1,
     });
     const stored = row?.[generator.passwordColumn];
-    if (!row || stored === undefined || !sameSecret(credentials.p, String(stored))) {
-      throw new GatewayError('BAD_CREDENTIALS', 'unknown person or wrong password');
+    const check = await this.#passwords.check(credentials.p, stored, this.#decoys.get(name) ?? DECOY_HASH).catch((error: unknown) => {
+      this.#observer?.personLogin(name, 'busy');
+      throw error;
+    });
+    if (check !== 'not_hashed') this.#decoys.set(name, stored as string);
+    const result: PersonLoginResult = !row ? 'unknown_person' : check === 'ok' ? 'ok' : check === 'wrong' ? 'wrong_password' : 'not_hashed';
+    this.#observer?.personLogin(name, result);
+    if (result === 'not_hashed' && !this.#notHashedTold.has(name)) {
+      this.#notHashedTold.add(name);
+      this.#observer?.passwordNotHashed(name, generator.passwordColumn);
     }
-    const usr = Object.fromEntries(generator.select.map((column) => [column, row[column]]));
+    if (result !== 'ok') throw new GatewayError('BAD_CREDENTIALS', 'unknown person or wrong password');
+    const usr = Object.fromEntries(generator.select.map((column) => [column, row?.[column]]));
     return { typ: 'person', sub: credentials.u, gen: name, usr };
   }
 
@@ -247,6 +282,13 @@ export class JwtAuthenticator implements Authenticator {
     return found;
   }
 }
+
+/** fast-jwt's refusals of a well-signed token whose claims are wrong: no iss or exp, another issuer, a claim of the wrong type. */
+const CLAIM_ERRORS: ReadonlySet<string> = new Set([
+  TokenError.codes.missingRequiredClaim,
+  TokenError.codes.invalidClaimValue,
+  TokenError.codes.invalidClaimType,
+]);
 
 /** Constant-time comparison, so a wrong password takes as long whatever its prefix. */
 function sameSecret(given: string, expected: string): boolean {

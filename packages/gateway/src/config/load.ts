@@ -117,10 +117,20 @@ function checkReferences(config: Config): void {
     }
   }
   for (const [name, generator] of Object.entries(config.tokenGenerators)) {
-    const collections = config.instances[generator.instance]?.databases[generator.database]?.collections;
-    if (!collections?.[generator.collection]) {
-      const collection = `${generator.instance}/${generator.database}/${generator.collection}`;
-      throw ConfigError.forFields([[`tokenGenerators.${name}`, `no collection ${collection} is declared under instances`]]);
+    const { instance, database, collection } = generator;
+    const declared = config.instances[instance]?.databases[database]?.collections[collection];
+    if (!declared) {
+      throw ConfigError.forFields([[`tokenGenerators.${name}`, `no collection ${instance}/${database}/${collection} is declared under instances`]]);
+    }
+    // Whoever could save a row into it could add a person of their choosing (another's customer_id) and log in as them.
+    if (declared.access.write !== 'none') {
+      throw ConfigError.forFields([
+        [
+          `instances.${instance}.databases.${database}.collections.${collection}.access`,
+          `token generator ${name} logs people in from this collection, so the table API must not write it: ` +
+            `set access: { read: <level>, write: none } (or access: none), not write: ${declared.access.write}`,
+        ],
+      ]);
     }
   }
 }

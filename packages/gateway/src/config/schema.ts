@@ -2,11 +2,22 @@
  * The configuration schema. Each field documents its default; docs/configuration.md mirrors this file.
  * Validated once at start-up (load.ts), then frozen.
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_FRAME_LIMITS } from '@herald/protocol';
 import { NODE_ID_SEPARATOR } from '../broker/redis/keys.ts';
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
+
+/** A proxy the node believes about X-Forwarded-For: an address, a CIDR range, or one of proxy-addr's names. */
+const proxy = z
+  .string()
+  .refine((value) => {
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(value)) return true;
+    const [address = '', bits, ...rest] = value.split('/');
+    const family = isIP(address);
+    return family !== 0 && rest.length === 0 && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)));
+  }, 'an IP address, a CIDR range (10.0.0.0/8), loopback, linklocal or uniquelocal');
 
 const server = z
   .object({
@@ -40,6 +51,12 @@ const server = z
      * take whole, still goes to fastify. Default true; false: fastify answers everything.
      */
     emitFastPath: z.boolean().default(true),
+    /**
+     * Whom to believe about a client's address (for the rate limits): false (default) the TCP peer; a list of the
+     * proxies' addresses and CIDR ranges, the last address of X-Forwarded-For that is not one of them; true, the
+     * first address of X-Forwarded-For, whoever wrote it (only behind a proxy that overwrites the header).
+     */
+    trustProxy: z.union([z.boolean(), z.array(proxy).min(1)]).default(false),
   })
   .strict()
   .refine((s) => s.apiPort === undefined || s.apiPort === 0 || s.apiPort !== s.port, {
@@ -105,15 +122,33 @@ const apiUser = z
   })
   .strict();
 
+/** Who may use a table one way (read or write): anyone, an API user, an API user and a person, or nobody. */
+const accessLevel = z.enum(['public', 'apiUser', 'both', 'none']);
+const ACCESS_HINT = 'public, apiUser, both or none, or { read: <one of them>, write: <one of them> }';
+
+/**
+ * A table's access: `{ read, write }`, or one level as shorthand for both (what configs before the split wrote).
+ * Reading covers GET and following its inserts (INSTANCES); writing covers saves.
+ */
+const tableAccess = z
+  .union([accessLevel, z.object({ read: accessLevel, write: accessLevel }).strict()], { error: ACCESS_HINT })
+  .default('both')
+  .transform((access) => (typeof access === 'string' ? { read: access, write: access } : access));
+
 const collection = z
   .object({
     /** JSON file (an array of rows) loaded into the in-memory data source; relative to the config file. */
     seed: z.string().optional(),
     /**
-     * Who may use the table API on it and follow its inserts: `public` (anyone), `apiUser` (an API user
-     * token), `both` (an API user token and a person token). Default `both`.
+     * Who may read it (GET, INSTANCES) and write it (saves): `public` (anyone), `apiUser` (an API user token),
+     * `both` (an API user token and a person token), `none` (nobody, through the table API). Default `both`.
      */
-    access: z.enum(['public', 'apiUser', 'both']).default('both'),
+    access: tableAccess,
+    /**
+     * Columns the table API never shows (GET answers, save answers, INSTANCES notifications) and never searches
+     * (`find`). A token generator's passwordColumn is hidden whether listed or not. Default none.
+     */
+    hidden: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -273,6 +308,51 @@ const webhooks = z
   })
   .strict();
 
+const tables = z
+  .object({
+    /** Rows a GET answers when it gives no `limit`. Default 100. */
+    pageSize: z.number().int().min(1).default(100),
+    /** The largest `limit` a GET may ask for; more is refused (400). Default 1000. */
+    maxPageSize: z.number().int().min(1).default(1000),
+    /**
+     * Bytes of JSON a GET answers at most: the page ends before the row that would pass it (a first row always
+     * goes). Bounds what one answer costs to build and holds in memory, whatever the rows. Default 1 MiB.
+     */
+    maxPageBytes: z.number().int().min(1024).default(1024 * 1024),
+    /** Bytes of a saved row's JSON; a save with a larger row is refused (400) and stores nothing. Default 16 KiB. */
+    maxRowBytes: z.number().int().min(64).default(16 * 1024),
+    /** Bytes of a save's body; more is refused (413). Default 1 MiB (fastify's default body limit). */
+    maxSaveBytes: z.number().int().min(1024).default(1024 * 1024),
+  })
+  .strict()
+  .refine((t) => t.pageSize <= t.maxPageSize, { message: 'pageSize must not exceed maxPageSize', path: ['pageSize'] });
+
+/** A token bucket: `burst` requests at once, then `perSecond` more each second. */
+const bucket = (perSecond: number, burst: number) =>
+  z
+    .object({
+      perSecond: z.number().positive().default(perSecond),
+      burst: z.number().int().min(1).default(burst),
+    })
+    .strict()
+    .prefault({});
+
+const rateLimit = z
+  .object({
+    /** POST .../token (every form: AM, AM_DB, REFRESH), per client address. Default 5/s, 50 at once. */
+    tokenRequests: bucket(5, 50),
+    /** Table API calls without a valid API user token, per client address. Default 20/s, 40 at once. */
+    tableCalls: bucket(20, 40),
+    /** Table API calls with a valid API user token, per API user and client address. Default 200/s, 400 at once. */
+    apiUserTableCalls: bucket(200, 400),
+    /**
+     * Callers each limit remembers, in two generations: past it the older half is forgotten (its callers start
+     * again with a full bucket), so memory stays bounded whatever the number of addresses. Default 10,000.
+     */
+    maxCallers: z.number().int().min(2).default(10_000),
+  })
+  .strict();
+
 /**
  * A node's id in the fleet: HERALD_NODE_ID, or generated (node.ts). Not a field of the file, but checked like
  * one: the Redis broker joins the ids of a route's nodes with NODE_ID_SEPARATOR, so no id may contain it.
@@ -292,6 +372,8 @@ export const configSchema = z
     redis: redis.optional(),
     drain: drain.prefault({}),
     admission: admission.prefault({}),
+    tables: tables.prefault({}),
+    rateLimit: rateLimit.prefault({}),
     auth,
     apiUsers: z.record(name, apiUser),
     instances: z.record(name, instance).default({}),
@@ -308,4 +390,7 @@ export type Config = z.infer<typeof configSchema>;
 export type EventConfig = Config['events'][string];
 export type TokenGeneratorConfig = Config['tokenGenerators'][string];
 export type InstanceConfig = Config['instances'][string];
-export type TableAccess = InstanceConfig['databases'][string]['collections'][string]['access'];
+export type CollectionConfig = InstanceConfig['databases'][string]['collections'][string];
+export type TableAccess = CollectionConfig['access'];
+export type AccessLevel = TableAccess['read'];
+export type RateLimitConfig = Config['rateLimit']['tokenRequests'];

@@ -18,12 +18,14 @@ export interface CollectionRef {
 
 export interface FindQuery extends CollectionRef {
   find?: Filter;
+  /** Leave out this many matching rows first (as MongoDB's skip); absent means none. */
+  skip?: number;
   /** At most this many rows; 0 or absent means no limit (as in MongoDB). */
   limit?: number;
 }
 
 export interface DataSource {
-  /** Rows matching `find` (all rows without it), in insertion order. */
+  /** Rows matching `find` (all rows without it), in insertion order, from the `skip`th on, at most `limit`. */
   getAll(query: FindQuery): Promise<Row[]>;
   /** Insert rows; answers them as stored (with `_id`). */
   insert(target: CollectionRef, rows: Row[]): Promise<Row[]>;

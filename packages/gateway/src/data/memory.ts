@@ -17,7 +17,8 @@ export class MemoryDataSource implements DataSource {
     const rows = this.#collections.get(keyOf(query)) ?? [];
     const matching = query.find ? rows.filter((row) => matches(row, query.find as Filter)) : rows;
     // As in MongoDB, a limit of 0 means no limit.
-    return structuredClone(query.limit ? matching.slice(0, query.limit) : matching);
+    const skip = query.skip ?? 0;
+    return structuredClone(matching.slice(skip, query.limit ? skip + query.limit : undefined));
   }
 
   async insert(target: CollectionRef, rows: Row[]): Promise<Row[]> {

@@ -19,9 +19,10 @@ export class MongoDataSource implements DataSource {
     return new MongoDataSource(client);
   }
 
-  async getAll({ database, collection, find, limit }: FindQuery): Promise<Row[]> {
+  async getAll({ database, collection, find, skip, limit }: FindQuery): Promise<Row[]> {
     if (find) checkFilter(find);
     const cursor = this.#collection({ database, collection }).find(find ?? {});
+    if (skip !== undefined) cursor.skip(skip);
     if (limit !== undefined) cursor.limit(limit);
     return (await cursor.toArray()).map(plain);
   }

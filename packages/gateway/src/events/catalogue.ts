@@ -53,13 +53,13 @@ export class EventCatalogue {
 
   /**
    * Throws what forbids this registration: UNKNOWN_EVENT, EVENT_FORBIDDEN, PERSON_TOKEN_REQUIRED,
-   * CRITERIA_NOT_YOURS; for a table's inserts, what forbids reading the table.
+   * CRITERIA_NOT_YOURS; for a table's inserts, what forbids reading the table (TABLE_FORBIDDEN among them).
    */
   checkRegistration(onEvent: OnEvent, user: ApiUser, person: Person | undefined): void {
     if (onEvent.eventType === EventType.INSTANCES) {
       const { instance = '', database = '', collection = '' } = onEvent;
       try {
-        this.#tables.check({ instance, database, collection }, { apiUser: user, person });
+        this.#tables.check({ instance, database, collection }, { apiUser: user, person }, 'read');
       } catch (error) {
         if (error instanceof GatewayError && error.code === 'NOT_FOUND') throw new GatewayError('UNKNOWN_EVENT', error.message);
         throw error;

@@ -8,7 +8,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyListenOptions, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config/schema.ts';
 import type { Metrics } from '../metrics.ts';
-import { installErrorHandling } from './envelope.ts';
+import { answerFailure, installErrorHandling } from './envelope.ts';
 
 export type RouteGroup = 'websocket' | 'token' | 'health' | 'emit' | 'tables' | 'control' | 'metrics';
 
@@ -47,9 +47,10 @@ export class HttpServers {
     this.#options = options;
     // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
     const logController = new LogController({ disableRequestLogging: true });
-    this.clients = Fastify({ logger: options.logger, logController });
-    this.api =
-      options.server.apiPort === undefined ? undefined : Fastify({ loggerInstance: this.clients.log, logController });
+    // frameworkErrors: a URL fastify cannot route (bad percent-encoding) gets the same envelope as every failure.
+    const common = { logController, trustProxy: options.server.trustProxy, frameworkErrors: answerFailure(options.metrics) };
+    this.clients = Fastify({ logger: options.logger, ...common });
+    this.api = options.server.apiPort === undefined ? undefined : Fastify({ loggerInstance: this.clients.log, ...common });
   }
 
   get log(): FastifyBaseLogger {

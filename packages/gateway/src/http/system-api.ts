@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
+import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
 
 export interface SystemApiOptions {
   userPath: string;
@@ -91,9 +92,17 @@ function tokenRequest(body: TokenBody): TokenRequest {
   }
 }
 
-/** POST .../token: what browsers and back ends call alike, on either port. */
-export function tokenRoute(app: FastifyInstance, { userPath, authenticator }: Pick<SystemApiOptions, 'userPath' | 'authenticator'>): void {
-  app.post<{ Body: TokenBody }>(`/api/system-api/${userPath}/token`, { schema: { body: tokenBody } }, async (request) =>
+/**
+ * POST .../token: what browsers and back ends call alike, on either port. `tokenRequests`: the limit on token requests
+ * per client address (one limiter for both ports), spent before the body is read.
+ */
+export function tokenRoute(
+  app: FastifyInstance,
+  { userPath, authenticator }: Pick<SystemApiOptions, 'userPath' | 'authenticator'>,
+  tokenRequests: RateLimiter,
+): void {
+  const limitTokenRequests = limitBy((request) => [tokenRequests, clientOf(request)]);
+  app.post<{ Body: TokenBody }>(`/api/system-api/${userPath}/token`, { schema: { body: tokenBody }, onRequest: limitTokenRequests }, async (request) =>
     ok(await authenticator.issue(tokenRequest(request.body))),
   );
 }

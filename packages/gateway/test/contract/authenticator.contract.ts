@@ -1,12 +1,14 @@
 /**
  * The Authenticator contract. An implementation under test must know the API user and token generator below,
- * over a data source holding PEOPLE; `stranger` knows the same but signs with a different key.
+ * over a data source holding PEOPLE; `stranger` knows the same but signs with a different key, and `forge` signs
+ * any claims with the implementation's own key (what a leaked key, or a token of another fleet, would give).
  * Expiry is checked on node:test's mocked Date, which the JWT library reads for both signing and verifying.
  */
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { ErrorCode } from '@herald/protocol';
 import type { Authenticator, PersonCredentials, RevocationList } from '../../src/auth/authenticator.ts';
+import { hashPassword } from '../../src/auth/password.ts';
 import type { Row } from '../../src/data/data-source.ts';
 import { GatewayError } from '../../src/errors.ts';
 
@@ -18,14 +20,19 @@ export const GENERATOR = {
   database: 'crm',
   collection: 'customers',
   usernameColumn: 'first_name',
-  passwordColumn: 'last_name',
+  passwordColumn: 'password_hash',
   select: ['customer_id', 'country'],
 } as const;
 
+/** A cheap cost: the contract is about what is compared, not how hard it is to guess. */
+const hashed = (password: string) => hashPassword(password, { ln: 10, r: 8, p: 1 });
+
 export const PEOPLE: Row[] = [
-  { customer_id: 1, first_name: 'PENELOPE', last_name: 'GUINESS', country: 'India', phone: 1123456788 },
-  { customer_id: 2, first_name: 'NICK', last_name: 'WAHLBERG', country: 'India', phone: 1123456789 },
-  { customer_id: 3, first_name: 'ED', last_name: 'CHASE', country: 'Peru', phone: 1123456790 },
+  { customer_id: 1, first_name: 'PENELOPE', password_hash: await hashed('GUINESS'), country: 'India', phone: 1123456788 },
+  { customer_id: 2, first_name: 'NICK', password_hash: await hashed('WAHLBERG'), country: 'India', phone: 1123456789 },
+  { customer_id: 3, first_name: 'ED', password_hash: await hashed('CHASE'), country: 'Peru', phone: 1123456790 },
+  // Stored before passwords were hashed: the text itself must not log anyone in.
+  { customer_id: 4, first_name: 'PLAIN', password_hash: 'STORED-AS-TEXT', country: 'India', phone: 1123456791 },
 ];
 
 /** Revocations a test sets by hand; the authenticator under test must read these. */
@@ -47,6 +54,8 @@ export interface AuthenticatorFixture {
   stranger: Authenticator;
   /** What `authenticator` checks tokens against. */
   revocations: SetRevocations;
+  /** Signs `claims` as they are (no iss or exp added) with the authenticator's own key. */
+  forge: (claims: Record<string, unknown>) => string;
 }
 
 const rejectsWith = (code: ErrorCode) => (error: unknown) => {
@@ -121,6 +130,33 @@ export function authenticatorContract(name: string, make: () => Promise<Authenti
       await assert.rejects(authenticator.issue({ kind: 'AM_DB', credentials: wrong }), rejectsWith('BAD_CREDENTIALS'));
       const unknown = { ...nick, u: 'NOBODY' };
       await assert.rejects(authenticator.issue({ kind: 'AM_DB', credentials: unknown }), rejectsWith('BAD_CREDENTIALS'));
+    });
+
+    it('a password stored as plain text logs nobody in, even given that very text', async () => {
+      const { authenticator } = await make();
+      const plain = { ...nick, u: 'PLAIN', p: 'STORED-AS-TEXT' };
+      await assert.rejects(authenticator.issue({ kind: 'AM_DB', credentials: plain }), rejectsWith('BAD_CREDENTIALS'));
+    });
+
+    it('a token signed with the right key but lacking iss or exp, or from another issuer, is TOKEN_INVALID', async () => {
+      const { authenticator, forge } = await make();
+      const now = Math.floor(Date.now() / 1000);
+      const { token } = await authenticator.issue(am);
+      const own = authenticator.verifyApiUser(token);
+      const { iss } = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as { iss: string };
+      assert.equal(authenticator.verifyApiUser(forge({ typ: 'api', sub: API_USER.name, iss, exp: now + 60 })), own);
+      const refused = [
+        { typ: 'api', sub: API_USER.name, exp: now + 60 },
+        { typ: 'api', sub: API_USER.name, iss },
+        { typ: 'api', sub: API_USER.name, iss: `${iss}-other`, exp: now + 60 },
+        { typ: 'api', sub: API_USER.name, iss: [iss], exp: now + 60 },
+      ];
+      for (const claims of refused) assert.throws(() => authenticator.verifyApiUser(forge(claims)), rejectsWith('TOKEN_INVALID'), JSON.stringify(claims));
+      const person = { typ: 'person', sub: 'NICK', gen: GENERATOR.name, usr: { customer_id: 2 } };
+      assert.throws(() => authenticator.verifyPerson(forge({ ...person, iss })), rejectsWith('TOKEN_INVALID'));
+      assert.throws(() => authenticator.verifyPerson(forge({ ...person, exp: now + 60 })), rejectsWith('TOKEN_INVALID'));
+      const refresh = forge({ typ: 'refresh', for: 'api', sub: API_USER.name, iss });
+      await assert.rejects(authenticator.issue({ kind: 'REFRESH', refreshToken: refresh }), rejectsWith('TOKEN_INVALID'));
     });
 
     it('a token of one kind is TOKEN_INVALID as the other', async () => {

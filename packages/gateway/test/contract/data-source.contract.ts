@@ -125,6 +125,17 @@ export function dataSourceContract(name: string, open: () => Promise<{ source: D
       assert.deepEqual((await find({ k: 'b' }, 1)).map((row) => row.id), [2]);
     });
 
+    it('skip leaves out that many matching rows first; with limit, pages through them in order', async () => {
+      const { ref } = await seeded([{ id: 1, k: 'a' }, { id: 2, k: 'b' }, { id: 3, k: 'a' }, { id: 4, k: 'a' }, { id: 5, k: 'a' }]);
+      const ids = async (skip: number, limit?: number) =>
+        (await source.getAll({ ...ref, find: { k: 'a' }, skip, ...(limit !== undefined && { limit }) })).map((row) => row.id);
+      assert.deepEqual(await ids(0, 2), [1, 3]);
+      assert.deepEqual(await ids(2, 2), [4, 5]);
+      assert.deepEqual(await ids(4, 2), []);
+      assert.deepEqual(await ids(1), [3, 4, 5]);
+      assert.deepEqual(await ids(100, 2), []);
+    });
+
     it('answers copies: mutating returned rows leaves the store unchanged', async () => {
       const ref = freshCollection();
       const [inserted] = await source.insert(ref, [{ name: 'a', nested: { n: 1 } }]);

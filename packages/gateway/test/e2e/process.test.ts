@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
+import { PasswordChecks } from '../../src/auth/password.ts';
 import { defaultRawConfig } from '../support/gateway.ts';
 
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
@@ -22,14 +23,39 @@ function run(env: Record<string, string>): { child: ReturnType<typeof spawn>; do
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stderr }));
+  // A node that should have refused to start, and did not, would keep the test waiting: it is killed (code null).
+  const deadline = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const done = once(child, 'exit').then(([code]) => {
+    clearTimeout(deadline);
+    return { code: code as number | null, stderr };
+  });
   return { child, done, stdout: () => stdout };
 }
 
-test('NODE_ENV=production with the shipped secrets: refuses to start, naming them', async () => {
-  const { code, stderr } = await run({ NODE_ENV: 'production', PORT: '0' }).done;
-  assert.equal(code, 1);
-  assert.match(stderr, /refusing to start.*auth\.secret.*apiUsers\.bench\.password/);
+test('NODE_ENV=production, in any case, with the shipped secrets: refuses to start, naming them', async () => {
+  for (const NODE_ENV of ['production', 'Production', 'PRODUCTION']) {
+    const { code, stderr } = await run({ NODE_ENV, PORT: '0' }).done;
+    assert.equal(code, 1, NODE_ENV);
+    assert.match(stderr, /refusing to start.*auth\.secret.*apiUsers\.bench\.password/, NODE_ENV);
+  }
+});
+
+test('hash-password prints a scrypt hash of the password given, or read from stdin, that logs the person in', async () => {
+  const hashOf = async (args: string[], stdin?: string) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', MAIN, 'hash-password', ...args]);
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stdin.end(stdin);
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 0);
+    return stdout;
+  };
+  const given = await hashOf(['--cost', 'ln=10,r=8,p=1', 'WAHLBERG']);
+  assert.match(given, /^\$scrypt\$ln=10,r=8,p=1\$\S+\$\S+\n$/);
+  const piped = await hashOf(['--cost', 'ln=10,r=8,p=1'], 'WAHLBERG\n');
+  const checks = new PasswordChecks(1, 0);
+  for (const hash of [given.trim(), piped.trim()]) assert.equal(await checks.check('WAHLBERG', hash, hash), 'ok');
+  assert.match(await hashOf([], 'x'), /^\$scrypt\$ln=15,r=8,p=3\$/);
 });
 
 test('a bad field in the config file: refuses to start, naming the field', async () => {

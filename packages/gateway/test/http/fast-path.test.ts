@@ -202,7 +202,7 @@ describe('the emit fast path', () => {
       ['a query', request(`POST ${EMIT_PATH}?x=1 HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nx-am-authorization: ${token}`, ok), 200, 'other_request'],
       ['HTTP/1.0', request(`POST ${EMIT_PATH} HTTP/1.0\r\nHost: gateway\r\nContent-Type: application/json\r\nx-am-authorization: ${token}`, ok), 200, 'other_request'],
       ['no Host', request(`POST ${EMIT_PATH} HTTP/1.1\r\nContent-Type: application/json\r\nx-am-authorization: ${token}`, ok), 400, 'http_form'],
-      ['text', request(`${head}\r\nContent-Type: text/plain`, ok), 400, 'http_form'],
+      ['text', request(`${head}\r\nContent-Type: text/plain`, ok), 415, 'http_form'],
       ['XML', request(`${head}\r\nContent-Type: application/xml`, ok), 415, 'http_form'],
       ['a number for a name, coerced', emitRequest(token, '{"name":5,"eventData":{}}'), 404, 'body'],
       ['bad JSON', emitRequest(token, '{"name":'), 400, 'body'],

@@ -79,6 +79,40 @@ export async function emit(node: HttpTarget, token: string, name: string, eventD
   return post(`${node.http}/api/system-api/bench/emit-event-ws`, { name, eventData }, { 'x-am-authorization': token });
 }
 
+export interface TableReply {
+  status: number;
+  headers: Headers;
+  body: { data?: any; statusCode?: number; errors?: Array<{ code: string; message: string }> };
+}
+
+/**
+ * A table API call on `mongodb/am_bench/<path>` (a collection, then `/save-single-or-multiple` or `?query`): the
+ * tokens given as headers, `body` as JSON unless it is a string.
+ */
+export async function tableCall(
+  node: HttpTarget,
+  method: 'GET' | 'POST',
+  path: string,
+  tokens: { api?: string | undefined; person?: string | undefined } = {},
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<TableReply> {
+  const sent: Record<string, string> = { 'content-type': 'application/json', ...headers };
+  if (tokens.api) sent['x-am-authorization'] = tokens.api;
+  if (tokens.person) sent['x-am-user-authorization'] = tokens.person;
+  const payload = body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) };
+  const response = await fetch(`${node.http}/api/schema/bench/mongodb/am_bench/${path}`, { method, headers: sent, ...payload });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as TableReply['body'] };
+}
+
+/** The path of a table's save route, for tableCall. */
+export const saveTo = (collection: string): string => `${collection}/save-single-or-multiple`;
+
+/** A REGISTER entry for a table's saved rows (INSTANCES). */
+export function inserts(collection: string, extra: object = {}): object {
+  return { eventType: 'INSTANCES', apiName: 'SCHEMA_POST_BULK_INSERT', instance: 'mongodb', database: 'am_bench', collection, getEventData: true, ...extra };
+}
+
 /** A WebSocket client that queues every frame, so a test can await the next one of a type. */
 export class TestSocket {
   readonly socket: WebSocket;
