@@ -10,7 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator } from './auth/jwt.ts';
-import type { Broker } from './broker/broker.ts';
+import type { Broker, Histories } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
 import { RedisBroker } from './broker/redis/broker.ts';
 import { nodeIdSchema, type Config } from './config/schema.ts';
@@ -64,10 +64,11 @@ export class Gateway {
     // No log line per request: at tens of thousands of emits a second it would cost more than the emit.
     const logController = new LogController({ disableRequestLogging: true });
     this.#app = Fastify({ logger: deps.logger ?? false, logController });
-    const broker = deps.broker ?? this.#brokerFor(nodeId);
+    const histories = historiesOf(config);
+    const broker = deps.broker ?? this.#brokerFor(nodeId, histories);
     this.broker = broker;
     const { websocket } = config;
-    this.hub = new Hub({ broker, metrics: this.metrics, ...websocket });
+    this.hub = new Hub({ broker, metrics: this.metrics, histories, ...websocket });
     this.authenticator = new JwtAuthenticator({ config, dataSources });
     const tables = new TableCatalogue(config.instances);
     const catalogue = new EventCatalogue(config.events, tables);
@@ -131,10 +132,10 @@ export class Gateway {
     return new Gateway(config, dataSources, deps, nodeId);
   }
 
-  #brokerFor(nodeId: string): Broker {
+  #brokerFor(nodeId: string, histories: Histories): Broker {
     const { redis } = this.config;
-    if (!redis) return new MemoryBus().broker(nodeId);
     const { metrics } = this;
+    if (!redis) return new MemoryBus(histories).broker(nodeId, { historyAppended: (routes) => metrics.historyAppends.inc(routes) });
     const log = this.#app.log;
     return new RedisBroker({
       target: redis,
@@ -160,7 +161,10 @@ export class Gateway {
           if (lean) log.info("the emit's registry reads are on their own connection to Redis");
           else log.warn({ why }, "the emit's registry reads go through ioredis until their own connection to Redis is back");
         },
+        historyAppended: (routes) => metrics.historyAppends.inc(routes),
+        historyAppendFailed: () => metrics.historyAppendFailures.inc(),
       },
+      histories,
     });
   }
 
@@ -170,7 +174,7 @@ export class Gateway {
 
   /** Start the broker, then listen; answers the port (useful with port 0). */
   async listen(): Promise<number> {
-    await this.broker.start((event, eventData) => this.hub.deliver(event, eventData));
+    await this.broker.start((event, eventData, positions) => this.hub.deliver(event, eventData, positions));
     await this.#app.ready();
     this.#admission.install(this.#app.server);
     this.#fastPath?.install(this.#app.server);
@@ -217,6 +221,11 @@ export class Gateway {
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
   }
+}
+
+/** The events that keep a history, by name. */
+function historiesOf(config: Readonly<Config>): Histories {
+  return new Map(Object.entries(config.events).flatMap(([name, { history }]) => (history === undefined ? [] : [[name, history]])));
 }
 
 /** HERALD_NODE_ID, or a new id; checked like a config field, since the fleet's registry in Redis relies on it. */

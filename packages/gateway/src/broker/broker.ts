@@ -3,10 +3,46 @@
  * those nodes. The hub tells it when a route first appears on this node and when it last leaves, never
  * once per client; an emit is published once per node that holds a matching route, never once per client.
  */
+import type { Position } from '@herald/protocol';
+import type { HistoryConfig } from '../config/schema.ts';
 import type { Route } from '../events/routing.ts';
 
-/** Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData. */
-export type DeliveryHandler = (event: string, eventData: Record<string, unknown>) => void;
+/**
+ * Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData.
+ * `positions`: for an event with history, route key -> the position the emit was given in that route's history.
+ */
+export type DeliveryHandler = (event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>) => void;
+
+/** The events that keep a history, by name (config events.<name>.history). */
+export type Histories = ReadonlyMap<string, HistoryConfig>;
+
+/** One notification of a route's history. */
+export interface HistoryEntry {
+  offset: number;
+  /** The emit's eventData as JSON, as it was stored. */
+  json: string;
+}
+
+/** Why a read of a range did not answer it whole. */
+export type Unrecovered = 'epoch_changed' | 'too_old' | 'capped';
+
+/** A route's history as read (Broker.history). */
+export interface HistoryRead {
+  /** The history's epoch and last offset now (0: nothing appended in this epoch yet). */
+  epoch: string;
+  offset: number;
+  /** The range asked for, in order, when it could be read whole; else empty. */
+  entries: HistoryEntry[];
+  /** Why the range could not be read whole; undefined when it was (or none was asked for). */
+  unrecovered: Unrecovered | undefined;
+}
+
+/** A range of a route's history: the entries after `since` (in its epoch), up to `upTo`, if there are at most `limit`. */
+export interface HistoryRange {
+  since: Position;
+  upTo: number;
+  limit: number;
+}
 
 export interface Broker {
   /** This node's id in the fleet. */
@@ -33,6 +69,12 @@ export interface Broker {
    * the fleet cannot be reached.
    */
   publish(event: string, eventData: Record<string, unknown>): Promise<number>;
+  /**
+   * A route's history (events with history only): its epoch and last offset, and with `range` the entries in it.
+   * A route without history yet gets one (a new epoch), so that the emits after this read agree with it. Rejects
+   * with GatewayError UNAVAILABLE when the fleet cannot be reached.
+   */
+  history(route: Route, range?: HistoryRange): Promise<HistoryRead>;
   /** Stop receiving, and forget this node's routes (in Redis too: a drained node leaves nothing behind). */
   close(): Promise<void>;
 }
@@ -50,4 +92,8 @@ export interface BrokerObserver {
    * client (not `lean`; `why`). Only a broker on one redis-server at a plain URL has the lean connection.
    */
   leanReads(lean: boolean, why: string): void;
+  /** An emit of an event with history was appended to `routes` routes' histories. */
+  historyAppended(routes: number): void;
+  /** An emit's appends failed (the emit is answered 503). */
+  historyAppendFailed(error: Error): void;
 }

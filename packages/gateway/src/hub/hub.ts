@@ -6,14 +6,20 @@
  *   -> sessions
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
+ *
+ * A route of an event with history (config events.<name>.history) has a RouteHistory, which lets its notifications
+ * through once each and in order, and its sessions resume: see #resume and resumes.ts.
  */
-import { encodeNotification, EventType, type OnEvent, type ValidOnEvent } from '@herald/protocol';
-import type { Broker } from '../broker/broker.ts';
+import { encodeNotification, EventType, type OnEvent, type Position, type ValidOnEvent } from '@herald/protocol';
+import type { Broker, Histories } from '../broker/broker.ts';
+import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
 import { CoalescedWrites, textFrame } from '../transport/frames.ts';
+import { RouteHistory, type RouteEntry } from './route-history.ts';
+import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
 
 /**
@@ -38,6 +44,23 @@ interface Bucket {
   registering: Promise<void> | undefined;
 }
 
+/** A route of an event with history: its own shape of bucket, so that the others carry none of this. */
+interface HistoryBucket extends Bucket {
+  readonly history: RouteHistory;
+  readonly config: HistoryConfig;
+  /** Entries let through, waiting for the fan-out of those before them (a route of many sessions fans out in chunks). */
+  backlog: Outgoing[];
+  sending: boolean;
+}
+
+/** One entry of a route's history on its way to the route's sessions, as they were when it was let through. */
+interface Outgoing {
+  position: Position;
+  sends: Array<{ subscription: Subscription; frame: Buffer; sessions: Session[] }>;
+}
+
+const isHistoryBucket = (bucket: Bucket): bucket is HistoryBucket => 'history' in bucket;
+
 interface Shape {
   /** The event's name and field names as first seen: every route the shape holds shares these strings. */
   readonly event: string;
@@ -48,6 +71,8 @@ interface Shape {
 export interface HubOptions {
   broker: Broker;
   metrics: Metrics;
+  /** The events that keep a history. */
+  histories: Histories;
   maxSubscriptionsPerConnection: number;
   maxBufferedBytes: number;
   fanOutChunk: number;
@@ -60,10 +85,22 @@ export class Hub {
   readonly #metrics: Metrics;
   /** Notifications to one client within a turn of the event loop leave in one system call. */
   readonly #out = new CoalescedWrites();
+  readonly #resumes: Resumes;
 
   constructor(options: HubOptions) {
     this.#options = options;
     this.#metrics = options.metrics;
+    this.#resumes = new Resumes({
+      write: (session, frame) => {
+        if (this.#write(session, frame)) this.#metrics.notificationsOut.inc();
+      },
+      overflow: (session) => {
+        this.#metrics.drops.inc({ reason: 'slow_client' });
+        this.shed(session);
+      },
+      duplicate: () => this.#metrics.historyDuplicates.inc(),
+      maxBufferedBytes: options.maxBufferedBytes,
+    });
   }
 
   open(session: Session): void {
@@ -80,6 +117,7 @@ export class Hub {
     this.#metrics.connections.dec();
     for (const subscription of membersOf(session.subscriptions)) this.#leave(session, subscription);
     session.subscriptions = undefined;
+    if (this.#resumes.size > 0) this.#resumes.forget(session);
   }
 
   /**
@@ -94,7 +132,8 @@ export class Hub {
     const existing = session.subscription(eventId);
     if (existing) {
       await existing.bucket.registering;
-      return { ...onEvent, eventId };
+      const held = isHistoryBucket(existing.bucket) ? existing.bucket.history.position : undefined;
+      return { ...validOf(onEvent, eventId), ...held };
     }
     if (session.subscriptionCount >= this.#options.maxSubscriptionsPerConnection) {
       throw new GatewayError(
@@ -102,8 +141,16 @@ export class Hub {
         `a connection may hold at most ${this.#options.maxSubscriptionsPerConnection} subscriptions`,
       );
     }
-    await this.#join(session, route, eventId, onEvent).bucket.registering;
-    return { ...onEvent, eventId };
+    const subscription = this.#join(session, route, eventId, onEvent);
+    const { bucket } = subscription;
+    if (isHistoryBucket(bucket)) this.#resumes.hold(session, subscription);
+    await bucket.registering;
+    return isHistoryBucket(bucket) ? this.#resume(session, subscription, bucket, onEvent) : validOf(onEvent, eventId);
+  }
+
+  /** A REGISTER reply was written to the session: what its REGISTERs of events with history held for it follows. */
+  replied(session: Session): void {
+    if (this.#resumes.size > 0) this.#resumes.replied(session);
   }
 
   /** Answers whether the session held that eventId. */
@@ -115,8 +162,12 @@ export class Hub {
     return true;
   }
 
-  /** Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes. */
-  deliver(event: string, eventData: Record<string, unknown>): void {
+  /**
+   * Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes.
+   * `positions`: an event with history's, per route key: each route's history lets it through in order.
+   */
+  deliver(event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>): void {
+    if (positions !== undefined) return this.#deliverPositioned(event, eventData, positions);
     this.#metrics.deliveriesIn.inc();
     const shapes = this.#events.get(event);
     if (!shapes) return;
@@ -145,6 +196,7 @@ export class Hub {
   }
 
   #leave(session: Session, subscription: Subscription): void {
+    if (this.#resumes.size > 0) this.#resumes.forget(session, subscription);
     const before = sizeOf(subscription.sessions);
     subscription.sessions = removeFrom(subscription.sessions, session);
     if (sizeOf(subscription.sessions) === before) return;
@@ -166,8 +218,10 @@ export class Hub {
       // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
       // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
       const held: Route = { ...route, event: shape.event, fields: shape.fields };
-      const created: Bucket = { route: held, subscriptions: undefined, registering: undefined };
-      created.registering = this.#options.broker.addRoute(held).then(() => {
+      const config = this.#options.histories.get(route.event);
+      const created: Bucket = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : this.#historyBucket(held, config);
+      const added = this.#options.broker.addRoute(held);
+      created.registering = (isHistoryBucket(created) ? this.#begin(created, added) : added).then(() => {
         created.registering = undefined;
       });
       bucket = created;
@@ -175,6 +229,121 @@ export class Hub {
       this.#metrics.routes.inc();
     }
     return bucket;
+  }
+
+  /** A route of an event with history: its order of notifications, and where they go once let through. */
+  #historyBucket(route: Route, config: HistoryConfig): HistoryBucket {
+    const metrics = this.#metrics;
+    const history = new RouteHistory({
+      read: (range) => this.#options.broker.history(route, range),
+      next: (entry) => this.#letThrough(bucket, entry),
+      duplicate: () => metrics.historyDuplicates.inc(),
+      gap: (filled) => metrics.historyGapFills.inc({ result: filled ? 'filled' : 'lost' }),
+      overflow: () => metrics.drops.inc({ reason: 'history_held' }),
+    }, config.size);
+    const bucket: HistoryBucket = { route, subscriptions: undefined, registering: undefined, history, config, backlog: [], sending: false };
+    return bucket;
+  }
+
+  /** Once the route is registered (emits after it reach this node), its position is read: deliveries wait for it. */
+  #begin(bucket: HistoryBucket, added: Promise<void>): Promise<void> {
+    return added
+      .then(() => this.#options.broker.history(bucket.route))
+      .then((read) => bucket.history.begin(read), () => bucket.history.begin(undefined));
+  }
+
+  /**
+   * The reply to a REGISTER entry of an event with history, with the route's position as of now (the session's
+   * frames are held since it joined: those after this position follow the reply), and with `since` the replay of
+   * what the client missed up to it; both are written once the reply is (Resumes).
+   */
+  async #resume(session: Session, subscription: Subscription, bucket: HistoryBucket, onEvent: OnEvent): Promise<ValidOnEvent> {
+    const valid = validOf(onEvent, subscription.eventId);
+    const at = bucket.history.position;
+    if (at !== undefined) Object.assign(valid, at);
+    const { since } = onEvent;
+    if (since === undefined) {
+      this.#resumes.ready(session, subscription, [], at);
+      return valid;
+    }
+    const { result, entries } = await this.#missed(bucket, since, at);
+    this.#metrics.historyRecoveries.inc({ result });
+    valid.recovered = result === 'recovered';
+    const replay = entries.map((entry) => this.#frameOf(subscription, entry, { offset: entry.offset, epoch: entry.epoch }));
+    this.#metrics.historyReplayed.inc(replay.length);
+    // A client ahead of this node (it had them from another) is not sent again what it has.
+    const ahead = valid.recovered && at !== undefined && since.epoch === at.epoch && since.offset > at.offset;
+    this.#resumes.ready(session, subscription, replay, ahead ? since : at);
+    return valid;
+  }
+
+  /** What a client missed after `since`, up to the route's position `at`, read from its history: whole, or why not. */
+  async #missed(bucket: HistoryBucket, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[] }> {
+    if (at === undefined) return { result: 'unavailable', entries: [] };
+    if (since.epoch !== at.epoch) return { result: 'epoch_changed', entries: [] };
+    const missed = at.offset - since.offset;
+    if (missed <= 0) return { result: 'recovered', entries: [] };
+    const limit = bucket.config.maxReplay;
+    if (missed > limit) return { result: 'capped', entries: [] };
+    try {
+      const read = await this.#options.broker.history(bucket.route, { since, upTo: at.offset, limit });
+      if (read.unrecovered !== undefined) return { result: read.unrecovered, entries: [] };
+      return { result: 'recovered', entries: read.entries.map(({ offset, json }) => ({ offset, epoch: at.epoch, json })) };
+    } catch {
+      return { result: 'unavailable', entries: [] };
+    }
+  }
+
+  /** An emit of an event with history: each route's history lets it through in order (or holds it, or drops it). */
+  #deliverPositioned(event: string, eventData: Record<string, unknown>, positions: ReadonlyMap<string, Position>): void {
+    this.#metrics.deliveriesIn.inc();
+    const shapes = this.#events.get(event);
+    if (!shapes) return;
+    const plain: Subscription[] = [];
+    for (const [routeKey, { offset, epoch }] of positions) {
+      const bars = routeKey.indexOf('|');
+      const values = routeKey.indexOf('|', bars + 1);
+      const bucket = shapes.get(routeKey.slice(bars + 1, values))?.buckets.get(routeKey.slice(values + 1));
+      if (bucket === undefined) continue;
+      if (isHistoryBucket(bucket)) bucket.history.arrive({ offset, epoch, eventData });
+      // A node configured without this event's history (the fleet's configs differ): delivered as any emit.
+      else for (const subscription of membersOf(bucket.subscriptions)) plain.push(subscription);
+    }
+    if (plain.length > 0) this.#fanOut(this.#writes(plain, eventData));
+  }
+
+  /** The route's next entry, to the sessions it has now, after the entries before it. */
+  #letThrough(bucket: HistoryBucket, entry: RouteEntry): void {
+    const position = { offset: entry.offset, epoch: entry.epoch };
+    const sends: Outgoing['sends'] = [];
+    for (const subscription of membersOf(bucket.subscriptions)) {
+      sends.push({ subscription, frame: this.#frameOf(subscription, entry, position), sessions: [...membersOf(subscription.sessions)] });
+    }
+    if (sends.length === 0) return;
+    bucket.backlog.push({ position, sends });
+    if (bucket.sending) return;
+    bucket.sending = true;
+    this.#fanOut(this.#backlogWrites(bucket));
+  }
+
+  *#backlogWrites(bucket: HistoryBucket): Generator<boolean> {
+    for (let next = bucket.backlog.shift(); next !== undefined; next = bucket.backlog.shift()) {
+      for (const { subscription, frame, sessions } of next.sends) {
+        for (const session of sessions) yield this.#resumes.size > 0 && this.#resumes.offer(session, subscription, frame, next.position) ? false : this.#write(session, frame);
+      }
+    }
+    bucket.sending = false;
+  }
+
+  /** A subscription's NOTIFICATION of a history entry, with its position. */
+  #frameOf(subscription: Subscription, entry: RouteEntry, position: Position): Buffer {
+    let json: string | undefined;
+    if (subscription.getEventData) {
+      json = subscription.select
+        ? JSON.stringify(project((entry.eventData ??= JSON.parse(entry.json!) as Record<string, unknown>), subscription.select))
+        : (entry.json ??= JSON.stringify(entry.eventData));
+    }
+    return textFrame(encodeNotification(subscription.eventId, subscription.eventType, json, position));
   }
 
   #dropBucket({ route }: Bucket): void {
@@ -231,9 +400,16 @@ export class Hub {
     return true;
   }
 
-  /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */
+  /** Close a client that does not read fast enough, before its unsent data (or what is held for it) grows the node's memory. */
   shed(session: Session): void {
     this.close(session);
     session.socket.close(1013, 'slow client: unsent data passed the bound');
   }
+}
+
+/** The reply's entry: the entry as the node understood it, without `since`, and its eventId. */
+function validOf(onEvent: OnEvent, eventId: string): ValidOnEvent {
+  if (onEvent.since === undefined) return { ...onEvent, eventId };
+  const { since: _, ...asked } = onEvent;
+  return { ...asked, eventId };
 }

@@ -234,11 +234,15 @@ export class WebSocketTransport implements SessionHandler {
     writeFrame(socket, CONNECTED);
   }
 
-  /** A reply is one buffer and one plain write (frames.ts), not ws's header and payload as a writev. */
+  /**
+   * A reply is one buffer and one plain write (frames.ts), not ws's header and payload as a writev. Then what the
+   * hub held for the reply to go first (an event with history's replay and notifications) follows it.
+   */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
     if (session.writable) writeFrame(session.socket, textFrame(frame));
     else this.#options.metrics.repliesDropped.inc();
+    this.#options.hub.replied(session);
   }
 
   async #register(session: Session, entries: unknown[]): Promise<void> {

@@ -22,7 +22,7 @@ function watcher() {
       entry.resolve();
     }
   };
-  const observer: BrokerObserver = { resynced: () => fire('resynced'), swept: () => fire('swept'), writeFailed: () => fire('writeFailed'), leanReads() {} };
+  const observer: BrokerObserver = { resynced: () => fire('resynced'), swept: () => fire('swept'), writeFailed: () => fire('writeFailed'), leanReads() {}, historyAppended() {}, historyAppendFailed() {} };
   const next = (kind: 'resynced' | 'swept' | 'writeFailed') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };
 }
