@@ -69,9 +69,9 @@ function parseSelect(select: unknown): Parsed<string[] | undefined> {
 /** An epoch as the gateway makes them (base64url), and no longer than this: a client's `since` names one. */
 const EPOCH = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** `since`: where a client resumes a history; absent is fine, anything but a sound position is not. */
+/** `since`: where a client resumes a history; absent (or null) is fine, anything but a sound position is not. */
 function parseSince(since: unknown): Parsed<Position | undefined> {
-  if (since === undefined) return { ok: true, value: undefined };
+  if (since === undefined || since === null) return { ok: true, value: undefined };
   if (isRecord(since) && Number.isSafeInteger(since.offset) && (since.offset as number) >= 0 && typeof since.epoch === 'string' && EPOCH.test(since.epoch)) {
     return { ok: true, value: { offset: since.offset as number, epoch: since.epoch } };
   }

@@ -266,31 +266,39 @@ export class Hub {
       this.#resumes.ready(session, subscription, [], at);
       return valid;
     }
-    const { result, entries } = await this.#missed(bucket, since, at);
+    const { result, entries, floor } = await this.#missed(bucket, since, at);
     this.#metrics.historyRecoveries.inc({ result });
     valid.recovered = result === 'recovered';
     const replay = entries.map((entry) => this.#frameOf(subscription, entry, { offset: entry.offset, epoch: entry.epoch }));
     this.#metrics.historyReplayed.inc(replay.length);
-    // A client ahead of this node (it had them from another) is not sent again what it has.
-    const ahead = valid.recovered && at !== undefined && since.epoch === at.epoch && since.offset > at.offset;
-    this.#resumes.ready(session, subscription, replay, ahead ? since : at);
+    this.#resumes.ready(session, subscription, replay, floor ?? at);
     return valid;
   }
 
-  /** What a client missed after `since`, up to the route's position `at`, read from its history: whole, or why not. */
-  async #missed(bucket: HistoryBucket, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[] }> {
-    if (at === undefined) return { result: 'unavailable', entries: [] };
-    if (since.epoch !== at.epoch) return { result: 'epoch_changed', entries: [] };
+  /**
+   * What a client missed after `since`, up to the route's position `at`, read from its history: whole, or why not.
+   * A client ahead of this node (it had them from another node, which got them first) is not sent them again
+   * (`floor`), unless its position is one the history never reached: Redis lost its last appends, and their offsets
+   * will name other notifications.
+   */
+  async #missed(bucket: HistoryBucket, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[]; floor?: Position }> {
+    const none: RouteEntry[] = [];
+    if (at === undefined) return { result: 'unavailable', entries: none };
+    if (since.epoch !== at.epoch) return { result: 'epoch_changed', entries: none };
     const missed = at.offset - since.offset;
-    if (missed <= 0) return { result: 'recovered', entries: [] };
     const limit = bucket.config.maxReplay;
-    if (missed > limit) return { result: 'capped', entries: [] };
+    if (missed > limit) return { result: 'capped', entries: none };
     try {
+      if (missed <= 0) {
+        const now = missed === 0 ? at : await this.#options.broker.history(bucket.route);
+        const reached = now.epoch === since.epoch && now.offset >= since.offset;
+        return reached ? { result: 'recovered', entries: none, floor: since } : { result: 'epoch_changed', entries: none };
+      }
       const read = await this.#options.broker.history(bucket.route, { since, upTo: at.offset, limit });
-      if (read.unrecovered !== undefined) return { result: read.unrecovered, entries: [] };
+      if (read.unrecovered !== undefined) return { result: read.unrecovered, entries: none };
       return { result: 'recovered', entries: read.entries.map(({ offset, json }) => ({ offset, epoch: at.epoch, json })) };
     } catch {
-      return { result: 'unavailable', entries: [] };
+      return { result: 'unavailable', entries: none };
     }
   }
 

@@ -5,8 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { Broker, DeliveryHandler } from '../../src/broker/broker.ts';
+import type { Position } from '@herald/protocol';
+import type { Broker, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
+
+/** The events with history every fleet of the contract is made with (as node.ts passes config events.<name>.history). */
+export const CONTRACT_HISTORIES: Histories = new Map([
+  ['kept', { size: 5, ttlSeconds: 60, positionTtlSeconds: 3600, maxReplay: 5 }],
+  ['kept-briefly', { size: 100, ttlSeconds: 1, positionTtlSeconds: 3600, maxReplay: 100 }],
+]);
 
 export interface Fleet {
   brokers: [Broker, Broker, Broker];
@@ -17,18 +24,19 @@ export interface Fleet {
 interface Delivery {
   event: string;
   eventData: Record<string, unknown>;
+  positions?: ReadonlyMap<string, Position>;
 }
 
 const SENTINEL = 'contract-sentinel';
 const WAIT_MS = 2000;
 
 /** What one node received, and a way to wait for more. */
-class Inbox {
+export class Inbox {
   readonly received: Delivery[] = [];
   readonly #waiters = new Set<() => void>();
 
-  readonly handler: DeliveryHandler = (event, eventData) => {
-    this.received.push({ event, eventData });
+  readonly handler: DeliveryHandler = (event, eventData, positions) => {
+    this.received.push(positions === undefined ? { event, eventData } : { event, eventData, positions });
     for (const waiter of this.#waiters) waiter();
   };
 

@@ -1,9 +1,10 @@
 /** The Broker contract on the in-process broker: three nodes on one MemoryBus. */
 import { MemoryBus } from '../../src/broker/memory.ts';
-import { brokerContract } from './broker.contract.ts';
+import { brokerHistoryContract } from './broker-history.contract.ts';
+import { brokerContract, CONTRACT_HISTORIES, type Fleet } from './broker.contract.ts';
 
-brokerContract('MemoryBroker', async () => {
-  const bus = new MemoryBus();
+async function fleet(): Promise<Fleet> {
+  const bus = new MemoryBus(CONTRACT_HISTORIES);
   const brokers = [bus.broker('node-a'), bus.broker('node-b'), bus.broker('node-c')] as const;
   return {
     brokers: [...brokers],
@@ -11,4 +12,7 @@ brokerContract('MemoryBroker', async () => {
       for (const broker of brokers) await broker.close();
     },
   };
-});
+}
+
+brokerContract('MemoryBroker', fleet);
+brokerHistoryContract('MemoryBroker', fleet);

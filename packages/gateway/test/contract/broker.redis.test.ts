@@ -5,7 +5,8 @@ import type { BrokerObserver } from '../../src/broker/broker.ts';
 import { RedisBroker } from '../../src/broker/redis/broker.ts';
 import type { RedisTarget } from '../../src/broker/redis/connection.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
-import { brokerContract } from './broker.contract.ts';
+import { brokerHistoryContract } from './broker-history.contract.ts';
+import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
 const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, historyAppended() {}, historyAppendFailed() {} };
 
@@ -17,7 +18,7 @@ function fleetOn(target: () => RedisTarget) {
   return async () => {
     const keyPrefix = `t${randomBytes(4).toString('hex')}`;
     const make = (nodeId: string) =>
-      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2 });
+      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2, histories: CONTRACT_HISTORIES });
     const brokers = [make('node-a'), make('node-b'), make('node-c')] as const;
     return {
       brokers: [...brokers] as [RedisBroker, RedisBroker, RedisBroker],
@@ -33,6 +34,7 @@ describe('one redis-server', () => {
   });
   after(() => redis.stop());
   brokerContract('RedisBroker on one redis-server', fleetOn(() => ({ url: redis.url })));
+  brokerHistoryContract('RedisBroker on one redis-server', fleetOn(() => ({ url: redis.url })));
 });
 
 describe('a 3-master Redis Cluster', () => {
@@ -42,4 +44,5 @@ describe('a 3-master Redis Cluster', () => {
   });
   after(() => cluster.stop());
   brokerContract('RedisBroker on a Redis Cluster', fleetOn(() => ({ cluster: cluster.nodes })));
+  brokerHistoryContract('RedisBroker on a Redis Cluster', fleetOn(() => ({ cluster: cluster.nodes })));
 });
