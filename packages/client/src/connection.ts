@@ -38,6 +38,8 @@ export interface ConnectionHandlers {
 interface Waiter {
   resolve(frame: ServerFrame): void;
   reject(error: Error): void;
+  /** Called with the reply as it is read, before the frames after it (the promise's reactions come later). */
+  onReply: ((frame: ServerFrame) => void) | undefined;
 }
 
 export class Connection {
@@ -69,14 +71,17 @@ export class Connection {
     });
   }
 
-  /** Send a frame and answer its reply (REGISTER or UNREGISTER); an ERROR reply rejects with its errors. */
-  request(frame: ClientFrame): Promise<ServerFrame> {
+  /**
+   * Send a frame and answer its reply (REGISTER or UNREGISTER); an ERROR reply rejects with its errors. `onReply`
+   * sees the reply as soon as it is read: frames read with it in one chunk are handled before the promise's reactions.
+   */
+  request(frame: ClientFrame, onReply?: (frame: ServerFrame) => void): Promise<ServerFrame> {
     if (this.ended) {
       const { code, reason } = this.ended;
       return Promise.reject(new HeraldError(`connection closed (${code} ${reason})`, [], code));
     }
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
+      this.#waiting.push({ resolve, reject, onReply });
       this.#socket.send(JSON.stringify(frame));
     });
   }
@@ -104,9 +109,12 @@ export class Connection {
         this.#handlers.notification(frame.response);
         return;
       case 'REGISTER':
-      case 'UNREGISTER':
-        this.#waiting.shift()?.resolve(frame);
+      case 'UNREGISTER': {
+        const waiter = this.#waiting.shift();
+        waiter?.onReply?.(frame);
+        waiter?.resolve(frame);
         return;
+      }
       case 'ERROR': {
         const error = new HeraldError(frame.errors.map((e) => e.message).join('; '), frame.errors);
         const waiter = this.#waiting.shift();
