@@ -174,7 +174,7 @@ export class Gateway {
 
   /** Start the broker, then listen; answers the port (useful with port 0). */
   async listen(): Promise<number> {
-    await this.broker.start((event, eventData, positions) => this.hub.deliver(event, eventData, positions));
+    await this.broker.start((event, eventData, positions, json) => this.hub.deliver(event, eventData, positions, json));
     await this.#app.ready();
     this.#admission.install(this.#app.server);
     this.#fastPath?.install(this.#app.server);

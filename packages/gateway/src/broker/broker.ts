@@ -9,9 +9,10 @@ import type { Route } from '../events/routing.ts';
 
 /**
  * Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData.
- * `positions`: for an event with history, route key -> the position the emit was given in that route's history.
+ * `positions`: for an event with history, route key -> the position the emit was given in that route's history;
+ * with them, `json`: eventData as JSON (the broker has it, and the history's notifications are written from it).
  */
-export type DeliveryHandler = (event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>) => void;
+export type DeliveryHandler = (event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>, json?: string) => void;
 
 /** The events that keep a history, by name (config events.<name>.history). */
 export type Histories = ReadonlyMap<string, HistoryConfig>;

@@ -129,7 +129,7 @@ export class MemoryBus {
       for (const nodeId of this.#routes.get(routeKey) ?? []) targets.add(nodeId);
     }
     if (positions.size > 0) observer?.historyAppended(positions.size);
-    for (const nodeId of targets) this.#handlers.get(nodeId)?.(event, eventData, positions);
+    for (const nodeId of targets) this.#handlers.get(nodeId)?.(event, eventData, positions, json);
     return targets.size;
   }
 }

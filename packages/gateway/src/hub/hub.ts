@@ -164,10 +164,11 @@ export class Hub {
 
   /**
    * Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes.
-   * `positions`: an event with history's, per route key: each route's history lets it through in order.
+   * `positions`: an event with history's, per route key: each route's history lets it through in order (`json`:
+   * eventData as JSON, when the broker has it).
    */
-  deliver(event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>): void {
-    if (positions !== undefined) return this.#deliverPositioned(event, eventData, positions);
+  deliver(event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>, json?: string): void {
+    if (positions !== undefined) return this.#deliverPositioned(event, eventData, positions, json);
     this.#metrics.deliveriesIn.inc();
     const shapes = this.#events.get(event);
     if (!shapes) return;
@@ -303,7 +304,7 @@ export class Hub {
   }
 
   /** An emit of an event with history: each route's history lets it through in order (or holds it, or drops it). */
-  #deliverPositioned(event: string, eventData: Record<string, unknown>, positions: ReadonlyMap<string, Position>): void {
+  #deliverPositioned(event: string, eventData: Record<string, unknown>, positions: ReadonlyMap<string, Position>, json: string | undefined): void {
     this.#metrics.deliveriesIn.inc();
     const shapes = this.#events.get(event);
     if (!shapes) return;
@@ -313,7 +314,7 @@ export class Hub {
       const values = routeKey.indexOf('|', bars + 1);
       const bucket = shapes.get(routeKey.slice(bars + 1, values))?.buckets.get(routeKey.slice(values + 1));
       if (bucket === undefined) continue;
-      if (isHistoryBucket(bucket)) bucket.history.arrive({ offset, epoch, eventData });
+      if (isHistoryBucket(bucket)) bucket.history.arrive({ offset, epoch, eventData, json });
       // A node configured without this event's history (the fleet's configs differ): delivered as any emit.
       else for (const subscription of membersOf(bucket.subscriptions)) plain.push(subscription);
     }

@@ -5,17 +5,17 @@
  * up the nodes holding the matching routes, and publishes once per such node (to itself: no round trip).
  * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
  */
-import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import type { Broker, BrokerObserver, DeliveryHandler, Histories, HistoryRange, HistoryRead } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
+import { HistoryEmits } from './history-emits.ts';
 import { RedisHistories } from './history.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
-import { ShapeIndex } from './shapes.ts';
+import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
 import { WriteQueue, type Write } from './write-queue.ts';
 
 /**
@@ -26,28 +26,7 @@ import { WriteQueue, type Write } from './write-queue.ts';
  */
 const REMOVAL_DELAY_MS = 10;
 
-/** A criteria shape as Redis holds it (its key: the sorted field names, joined by ","), with its fields. */
-interface Shape {
-  key: string;
-  fields: readonly string[];
-}
-
-const NO_SHAPES: readonly Shape[] = [];
 const NO_HISTORIES: Histories = new Map();
-/** The first byte of a message carrying positions (an emit of an event with history): no event name begins so. */
-const POSITIONS_FIRST = 0x5b; // "["
-
-/** One route an emit was appended to: [route key, offset, epoch], as the message to other nodes carries them. */
-type Appended = [routeKey: string, offset: number, epoch: string];
-
-const shapeOf = (key: string): Shape => ({ key, fields: key === '' ? [] : key.split(',') });
-
-/** Whether a read of an event's shapes found those of its last emit, in the same order (as a set's usually are). */
-function sameShapes(shapes: readonly Shape[], keys: readonly string[]): boolean {
-  if (shapes.length !== keys.length) return false;
-  for (let i = 0; i < keys.length; i++) if (shapes[i]!.key !== keys[i]) return false;
-  return true;
-}
 
 export interface RedisBrokerOptions {
   target: RedisTarget;
@@ -77,10 +56,7 @@ export class RedisBroker implements Broker {
   readonly #shapeReads = new Map<string, { batch: number; shapes: Promise<string[]> }>();
   readonly #histories: Histories;
   readonly #historyStore: RedisHistories;
-  /** Each history event's sticky shapes as its last emit read them. */
-  readonly #stickySeen = new Map<string, readonly Shape[]>();
-  /** Each history event's read of its sticky shapes in this turn of the event loop: the emits of one turn share it. */
-  readonly #stickyReads = new Map<string, Promise<string[]>>();
+  readonly #historyEmits: HistoryEmits;
   readonly #lease: Lease;
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
   readonly #writes = new WriteQueue((error) => {
@@ -103,8 +79,18 @@ export class RedisBroker implements Broker {
     this.#connection = connect(options.target, (lean, why) => options.observer.leanReads(lean, why));
     this.#histories = options.histories ?? NO_HISTORIES;
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys, this.#histories, options.leaseMs);
-    this.#historyStore = new RedisHistories(this.#connection.commands, this.#keys);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
+    this.#historyStore = new RedisHistories(this.#connection.commands, this.#connection.reads, this.#keys);
+    this.#historyEmits = new HistoryEmits({
+      connection: this.#connection,
+      keys: this.#keys,
+      nodeId: this.nodeId,
+      store: this.#historyStore,
+      registry: this.#registry,
+      shapes: this.#shapes,
+      observer: this.#observer,
+      deliver: (...delivery) => this.#onDelivery(...delivery),
+    });
     this.#lease = new Lease({
       connection: this.#connection,
       keys: this.#keys,
@@ -210,68 +196,13 @@ export class RedisBroker implements Broker {
     }
   }
 
-  /**
-   * An emit of an event with history: (1) its sticky shapes are read, and the routes of those its last emit read are
-   * appended to in the same round trip; (2) every append is answered (those of a shape new since, in a second round
-   * trip) before (3) the registry is read for the nodes holding those routes, and (4) each is sent the emit with its
-   * positions. Awaiting the appends is what makes a resume exact (docs/architecture.md): an emit whose registry read
-   * missed a route registered meanwhile had appended first, so the new subscriber's history read, made after its
-   * route was written, holds it. The guess may append to a shape that has just left: harmless, its entries expire.
-   */
   async #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
-    const json = JSON.stringify(eventData);
     try {
-      const guessed = this.#stickySeen.get(event) ?? NO_SHAPES;
-      const [shapeKeys, ...guessedAppends] = await Promise.all([
-        this.#readSticky(event),
-        ...guessed.map((shape) => this.#append(event, shape, eventData, json, history)),
-      ]);
-      const same = sameShapes(guessed, shapeKeys);
-      const shapes = same ? guessed : shapeKeys.map(shapeOf);
-      this.#stickySeen.set(event, shapes);
-      const late = same ? [] : shapes.filter((shape) => !guessed.some((each) => each.key === shape.key));
-      const appended = [...guessedAppends, ...(await Promise.all(late.map((shape) => this.#append(event, shape, eventData, json, history))))]
-        .filter((each) => each !== undefined);
-      if (appended.length === 0) return 0;
-      this.#observer.historyAppended(appended.length);
-      const holders = await Promise.all(appended.map(([routeKey]) => this.#registry.nodesOf(routeKey)));
-      return await this.#send(event, eventData, json, appended, new Set(holders.flat()));
+      return await this.#historyEmits.publish(event, eventData, history);
     } catch (error) {
       this.#observer.historyAppendFailed(error as Error);
       throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
     }
-  }
-
-  /** Append an emit to its route in `shape`, if eventData has that shape's fields. */
-  async #append(event: string, shape: Shape, eventData: Record<string, unknown>, json: string, history: HistoryConfig): Promise<Appended | undefined> {
-    const valuesKey = valuesKeyIn(eventData, shape.fields);
-    if (valuesKey === undefined) return undefined;
-    const routeKey = routeKeyOf(event, shape.key, valuesKey);
-    const { offset, epoch } = await this.#historyStore.append(routeKey, json, history);
-    return [routeKey, offset, epoch];
-  }
-
-  /** A history event's emit to the nodes holding its routes: the positions first, then the event and eventData. */
-  async #send(event: string, eventData: Record<string, unknown>, json: string, appended: Appended[], nodes: Set<string>): Promise<number> {
-    const positions = new Map<string, Position>(appended.map(([routeKey, offset, epoch]) => [routeKey, { offset, epoch }]));
-    let message: Buffer | undefined;
-    const sends: Promise<unknown>[] = [];
-    for (const nodeId of nodes) {
-      if (nodeId === this.nodeId) this.#onDelivery(event, eventData, positions);
-      else sends.push(this.#connection.commands.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${JSON.stringify(appended)}\n${event}\n${json}`))));
-    }
-    await Promise.all(sends);
-    return nodes.size;
-  }
-
-  /** One read of an event's sticky shapes for every emit of this turn (their requests all came before it is sent). */
-  #readSticky(event: string): Promise<string[]> {
-    const shared = this.#stickyReads.get(event);
-    if (shared !== undefined) return shared;
-    const read = this.#shapes.stickyOf(event);
-    this.#stickyReads.set(event, read);
-    setImmediate(() => this.#stickyReads.delete(event));
-    return read;
   }
 
   async history(route: Route, range?: HistoryRange): Promise<HistoryRead> {
@@ -325,22 +256,11 @@ export class RedisBroker implements Broker {
   }
 
   #receive(message: Buffer): void {
-    if (message[0] === POSITIONS_FIRST) return this.#receivePositioned(message);
+    if (this.#historyEmits.receive(message)) return;
     const newline = message.indexOf(10);
     if (newline < 0) return;
     const event = message.toString('utf8', 0, newline);
     this.#onDelivery(event, JSON.parse(message.toString('utf8', newline + 1)) as Record<string, unknown>);
-  }
-
-  /** `[[routeKey, offset, epoch], ...]\n<event>\n<eventData JSON>` (#send). */
-  #receivePositioned(message: Buffer): void {
-    const first = message.indexOf(10);
-    const second = message.indexOf(10, first + 1);
-    if (first < 0 || second < 0) return;
-    const appended = JSON.parse(message.toString('utf8', 0, first)) as Appended[];
-    const positions = new Map<string, Position>(appended.map(([routeKey, offset, epoch]) => [routeKey, { offset, epoch }]));
-    const eventData = JSON.parse(message.toString('utf8', second + 1)) as Record<string, unknown>;
-    this.#onDelivery(message.toString('utf8', first + 1, second), eventData, positions);
   }
 
   #removeLeaving(): void {

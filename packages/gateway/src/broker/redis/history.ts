@@ -1,6 +1,6 @@
 /**
  * Route histories in Redis: per route of an event with history, a stream of its last notifications (gw:hist:{R}, IDs
- * `<offset>-0`, fields d = the eventData JSON and t = Redis's time of the append, ms) and its position (gw:hmeta:{R}:
+ * `<offset>-0`, fields d = the eventData JSON and t = the time of the append, ms) and its position (gw:hmeta:{R}:
  * s = last offset, e = epoch). Both keys share a slot (keys.ts), so each change is one script on both.
  *
  * - Append: s + 1 is the offset; an absent epoch is set to the candidate the node passes (Lua has no randomness
@@ -14,8 +14,13 @@
  *   hold an epoch to resume from), and with a range the entries (since, upTo], if the epoch is the client's, there
  *   are at most `limit` of them, the stream holds every one, and the first is younger than ttlSeconds (entries are
  *   in time order: the rest are younger still). Age is thus enforced where it matters, at the read, and by expiry.
- * Scripts may read Redis's clock since Redis 7 replicates their effects, not the scripts.
+ *
+ * Times are the nodes' clocks, passed in: Redis's TIME in the append was 2 of its ~12 µs (Redis's CPU per append,
+ * INFO commandstats, 100,000 appends), and the nodes of a fleet are taken to agree to within a second or so (an entry
+ * appended by a node whose clock is ahead by x stays replayable x longer). Lua has no randomness of its own either:
+ * the candidate epoch comes from the node too.
  */
+import { createHash } from 'node:crypto';
 import type { Position } from '@herald/protocol';
 import type { Result } from 'ioredis';
 import type { HistoryConfig } from '../../config/schema.ts';
@@ -23,24 +28,24 @@ import type { HistoryRange, HistoryRead, Unrecovered } from '../broker.ts';
 import { newEpoch } from '../history.ts';
 import type { Commands } from './connection.ts';
 import type { Keyspace } from './keys.ts';
+import type { Reads } from './reads.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** Append to a route's history; answers [offset, epoch]. */
-    heraldHistoryAppend(stream: string, position: string, epoch: string, json: string, size: number, ttlMs: number, positionTtlMs: number): Result<[number, string], Context>;
+    heraldHistoryAppend(
+      stream: string, position: string, epoch: string, json: string, size: number, ttlMs: number, positionTtlMs: number, nowMs: number,
+    ): Result<[number, string], Context>;
     /** A route's position, and a range of its entries: [epoch, offset, why not whole ('' when whole), ...eventData JSON]. */
     heraldHistoryRead(
-      stream: string, position: string, epoch: string, sinceOffset: string, sinceEpoch: string, upTo: number, limit: number, ttlMs: number, positionTtlMs: number,
+      stream: string, position: string, epoch: string, sinceOffset: string, sinceEpoch: string, upTo: number, limit: number, ttlMs: number,
+      positionTtlMs: number, nowMs: number,
     ): Result<Array<string | number>, Context>;
   }
 }
 
-/** Redis's clock in ms, in Lua. */
-const NOW_MS = `local clock = redis.call('TIME')
-local now = clock[1] * 1000 + math.floor(clock[2] / 1000)`;
-
 const SCRIPTS = {
-  heraldHistoryAppend: `${NOW_MS}
+  heraldHistoryAppend: `
 local offset = redis.call('HINCRBY', KEYS[2], 's', 1)
 local epoch = redis.call('HGET', KEYS[2], 'e')
 if not epoch then
@@ -48,7 +53,7 @@ if not epoch then
   redis.call('HSET', KEYS[2], 'e', epoch)
   redis.call('DEL', KEYS[1])
 end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', now)
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return {offset, epoch}`,
@@ -70,8 +75,7 @@ if missed <= 0 then return {epoch, top, ''} end
 if missed > tonumber(ARGV[5]) then return {epoch, top, 'capped'} end
 local first = (since + 1) .. '-0'
 local entries = redis.call('XRANGE', KEYS[1], first, upTo .. '-0')
-${NOW_MS}
-if #entries ~= missed or entries[1][1] ~= first or tonumber(entries[1][2][4]) < now - tonumber(ARGV[6]) then
+if #entries ~= missed or entries[1][1] ~= first or tonumber(entries[1][2][4]) < tonumber(ARGV[8]) - tonumber(ARGV[6]) then
   return {epoch, top, 'too_old'}
 end
 local answer = {epoch, top, ''}
@@ -79,22 +83,37 @@ for i = 1, #entries do answer[i + 3] = entries[i][2][2] end
 return answer`,
 };
 
+/** The append's SHA1, as EVALSHA names it. */
+const APPEND_SHA = createHash('sha1').update(SCRIPTS.heraldHistoryAppend).digest('hex');
+
 export class RedisHistories {
   readonly #redis: Commands;
+  readonly #reads: Reads;
   readonly #keys: Keyspace;
 
-  constructor(redis: Commands, keys: Keyspace) {
+  constructor(redis: Commands, reads: Reads, keys: Keyspace) {
     this.#redis = redis;
+    this.#reads = reads;
     this.#keys = keys;
     for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 2, lua });
   }
 
-  async append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<Position> {
-    const keys = this.#keys;
-    const [offset, epoch] = await this.#redis.heraldHistoryAppend(
-      keys.history(routeKey), keys.historyPosition(routeKey), newEpoch(), json, size, ttlSeconds * 1000, positionTtlSeconds * 1000,
-    );
-    return { offset, epoch };
+  /**
+   * Every emit of an event with history makes one per route, so it goes where the emit's reads go (reads.ts): with
+   * one redis-server, on their lean connection, before the read of the route's nodes (through ioredis, its command
+   * objects and their writev cost the node ~15% of its CPU in unpaced emits). A Redis that no longer holds the script
+   * (NOSCRIPT, after a restart) gets it again through ioredis: `resent`, on another connection than the reads.
+   */
+  async append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<{ position: Position; resent: boolean }> {
+    const keys = [this.#keys.history(routeKey), this.#keys.historyPosition(routeKey)] as const;
+    const args = [newEpoch(), json, size, ttlSeconds * 1000, positionTtlSeconds * 1000, Date.now()] as const;
+    let resent = false;
+    const [offset, epoch] = (await this.#reads.evalsha(APPEND_SHA, keys, args).catch((error: Error) => {
+      if (!error.message.startsWith('NOSCRIPT')) throw error;
+      resent = true;
+      return this.#redis.heraldHistoryAppend(...keys, ...args);
+    })) as [number, string];
+    return { position: { offset, epoch }, resent };
   }
 
   async read(routeKey: string, { ttlSeconds, positionTtlSeconds }: HistoryConfig, range: HistoryRange | undefined): Promise<HistoryRead> {
@@ -102,7 +121,7 @@ export class RedisHistories {
     const [epoch, offset, why, ...jsons] = await this.#redis.heraldHistoryRead(
       keys.history(routeKey), keys.historyPosition(routeKey), newEpoch(),
       range === undefined ? '' : String(range.since.offset), range?.since.epoch ?? '', range?.upTo ?? 0, range?.limit ?? 0,
-      ttlSeconds * 1000, positionTtlSeconds * 1000,
+      ttlSeconds * 1000, positionTtlSeconds * 1000, Date.now(),
     );
     const first = (range?.since.offset ?? 0) + 1;
     return {

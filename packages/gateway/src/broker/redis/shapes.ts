@@ -14,6 +14,23 @@ import { shapeKeyOf, type Route } from '../../events/routing.ts';
 import type { Commands } from './connection.ts';
 import type { Keyspace } from './keys.ts';
 
+/** A criteria shape as Redis holds it (its key: the sorted field names, joined by ","), with its fields. */
+export interface Shape {
+  key: string;
+  fields: readonly string[];
+}
+
+export const NO_SHAPES: readonly Shape[] = [];
+
+export const shapeOf = (key: string): Shape => ({ key, fields: key === '' ? [] : key.split(',') });
+
+/** Whether a read of an event's shapes found those of its last emit, in the same order (as a set's usually are). */
+export function sameShapes(shapes: readonly Shape[], keys: readonly string[]): boolean {
+  if (shapes.length !== keys.length) return false;
+  for (let i = 0; i < keys.length; i++) if (shapes[i]!.key !== keys[i]) return false;
+  return true;
+}
+
 /** "<event>|<shapeKey>", as route keys begin. */
 type ShapeId = string;
 
