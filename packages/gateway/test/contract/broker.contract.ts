@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Position } from '@herald/protocol';
 import type { Broker, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
+import { historyContract } from './broker-history.contract.ts';
 
 /** The events with history every fleet of the contract is made with (as node.ts passes config events.<name>.history). */
 export const CONTRACT_HISTORIES: Histories = new Map([
@@ -225,5 +226,7 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       assert.equal(await b.publish('news', {}), 0);
       assert.equal(await b.publish(SENTINEL, { node: a.nodeId }), 0);
     });
+
+    describe('events with history', () => historyContract({ brokers: () => [a, b, c], inbox }));
   });
 }

@@ -1,9 +1,8 @@
 /** The Broker contract on the in-process broker: three nodes on one MemoryBus. */
 import { MemoryBus } from '../../src/broker/memory.ts';
-import { brokerHistoryContract } from './broker-history.contract.ts';
-import { brokerContract, CONTRACT_HISTORIES, type Fleet } from './broker.contract.ts';
+import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
-async function fleet(): Promise<Fleet> {
+brokerContract('MemoryBroker', async () => {
   const bus = new MemoryBus(CONTRACT_HISTORIES);
   const brokers = [bus.broker('node-a'), bus.broker('node-b'), bus.broker('node-c')] as const;
   return {
@@ -12,7 +11,4 @@ async function fleet(): Promise<Fleet> {
       for (const broker of brokers) await broker.close();
     },
   };
-}
-
-brokerContract('MemoryBroker', fleet);
-brokerHistoryContract('MemoryBroker', fleet);
+});

@@ -5,7 +5,6 @@ import type { BrokerObserver } from '../../src/broker/broker.ts';
 import { RedisBroker } from '../../src/broker/redis/broker.ts';
 import type { RedisTarget } from '../../src/broker/redis/connection.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
-import { brokerHistoryContract } from './broker-history.contract.ts';
 import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
 const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, historyAppended() {}, historyAppendFailed() {} };
@@ -34,7 +33,6 @@ describe('one redis-server', () => {
   });
   after(() => redis.stop());
   brokerContract('RedisBroker on one redis-server', fleetOn(() => ({ url: redis.url })));
-  brokerHistoryContract('RedisBroker on one redis-server', fleetOn(() => ({ url: redis.url })));
 });
 
 describe('a 3-master Redis Cluster', () => {
@@ -44,5 +42,4 @@ describe('a 3-master Redis Cluster', () => {
   });
   after(() => cluster.stop());
   brokerContract('RedisBroker on a Redis Cluster', fleetOn(() => ({ cluster: cluster.nodes })));
-  brokerHistoryContract('RedisBroker on a Redis Cluster', fleetOn(() => ({ cluster: cluster.nodes })));
 });
