@@ -222,25 +222,50 @@ async function busiest(nodes: FleetNode[]): Promise<[FleetNode, number]> {
   return [nodes[held.indexOf(most)]!, most];
 }
 
-export async function killScenario(ctx: FailoverContext): Promise<void> {
-  const clients = clientsOf(ctx);
+/** A kill scenario's processes, for `run`: its Redis (and the bench's client of it), three nodes behind HAProxy. */
+interface KillFleet {
+  db: Redis;
+  nodes: FleetNode[];
+  clients: number;
+  /** What the scenario starts besides, stopped with the rest. */
+  procs: Proc[];
+}
+
+/** Redis, three nodes and HAProxy, `run` with them; a failure is listed as `<name> <run>`; everything stopped after. */
+async function onKillFleet(ctx: FailoverContext, name: string, phase: string, run: (fleet: KillFleet) => Promise<void>): Promise<void> {
   const mine: Proc[] = [];
   let redis: { proc: Proc; db: Redis } | undefined;
   try {
-    ctx.sampler.phase = 'gateway kill -9';
-    redis = await scenarioRedis(ctx, 'redis-kill', KILL.redisPort);
-    const { db } = redis;
+    ctx.sampler.phase = `gateway ${phase}`;
+    redis = await scenarioRedis(ctx, `redis-${name}`, KILL.redisPort);
     const nodes = await Promise.all(Array.from({ length: KILL.nodes }, async (_, i): Promise<FleetNode> => {
       const [id, port] = [`bench-node-${i + 1}`, KILL.port + i + 1];
       const proc = await startGateway(ctx, `gateway-${id}`, port, { REDIS_URL: `redis://127.0.0.1:${KILL.redisPort}`, HERALD_NODE_ID: id });
       return { id, port, proc };
     }));
+    const clients = clientsOf(ctx);
     mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx, clients)));
+    await run({ db: redis.db, nodes, clients, procs: mine });
+  } catch (error) {
+    ctx.results.errors.push(`${name} ${ctx.run}: ${message(error)}`);
+  } finally {
+    await stopScenario(mine, redis);
+  }
+}
+
+/** Until the fleet's nodes hold `clients` subscriptions, or `feeder` exits. */
+async function allRegistered({ nodes, clients }: KillFleet, feeder: Proc): Promise<void> {
+  const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
+  await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, feeder);
+}
+
+export function killScenario(ctx: FailoverContext): Promise<void> {
+  return onKillFleet(ctx, 'kill', 'kill -9', async (fleet) => {
+    const { db, nodes, clients } = fleet;
     // Each client named once, after every one is back.
     const load = startClients(ctx, 'kill', `http://127.0.0.1:${KILL.port}`, clients, (clients - 0.5) / EMIT_RATE);
-    mine.push(load.proc);
-    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
-    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, load.proc);
+    fleet.procs.push(load.proc);
+    await allRegistered(fleet, load.proc);
     const [victim, held] = await busiest(nodes);
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');
@@ -252,11 +277,7 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     ctx.record('kill_swept_s', seconds(killedAt, sweptAt));
     const named = report.counts.emitsSent ?? 0;
     if (named > 0) ctx.record('kill_next_emit_reached_pct', (100 * Math.min(report.counts.received ?? 0, named)) / named);
-  } catch (error) {
-    ctx.results.errors.push(`kill ${ctx.run}: ${message(error)}`);
-  } finally {
-    await stopScenario(mine, redis);
-  }
+  });
 }
 
 /**
@@ -311,23 +332,12 @@ export async function restartGapScenario(ctx: FailoverContext): Promise<void> {
 }
 
 /** kill -9 of the busiest of three nodes while emits go on: replays on the survivors. */
-export async function killGapScenario(ctx: FailoverContext): Promise<void> {
-  const clients = clientsOf(ctx);
-  const mine: Proc[] = [];
-  let redis: { proc: Proc; db: Redis } | undefined;
-  try {
-    ctx.sampler.phase = 'gateway kill-gap';
-    redis = await scenarioRedis(ctx, 'redis-kill-gap', KILL.redisPort);
-    const nodes = await Promise.all(Array.from({ length: KILL.nodes }, async (_, i): Promise<FleetNode> => {
-      const [id, port] = [`bench-gap-node-${i + 1}`, KILL.port + i + 1];
-      const proc = await startGateway(ctx, `gateway-${id}`, port, { REDIS_URL: `redis://127.0.0.1:${KILL.redisPort}`, HERALD_NODE_ID: id });
-      return { id, port, proc };
-    }));
-    mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx, clients)));
+export function killGapScenario(ctx: FailoverContext): Promise<void> {
+  return onKillFleet(ctx, 'kill-gap', 'kill-gap', async (fleet) => {
+    const { nodes, clients } = fleet;
     const load = startClients(ctx, 'kill-gap', `http://127.0.0.1:${KILL.port}`, clients, ctx.quick ? 10 : 20, true);
-    mine.push(load.proc);
-    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
-    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, load.proc);
+    fleet.procs.push(load.proc);
+    await allRegistered(fleet, load.proc);
     await emitsUnderWay(nodes.map((node) => node.port));
     const [victim] = await busiest(nodes);
     victim.proc.child.kill('SIGKILL');
@@ -335,9 +345,5 @@ export async function killGapScenario(ctx: FailoverContext): Promise<void> {
     const survivors = nodes.filter((node) => node !== victim);
     const replayed = (await Promise.all(survivors.map((node) => count(node.port, 'herald_history_replayed_total')))).reduce((a, b) => a + b, 0);
     recordGap(ctx, 'kill_gap', report, replayed);
-  } catch (error) {
-    ctx.results.errors.push(`kill-gap ${ctx.run}: ${message(error)}`);
-  } finally {
-    await stopScenario(mine, redis);
-  }
+  });
 }

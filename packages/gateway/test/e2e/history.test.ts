@@ -48,6 +48,16 @@ async function emits(target: TestNode, recipientId: string, from: number, n: num
   for (let i = from; i < from + n; i++) assert.equal((await emit(target, api, 'kept', { recipientId, n: i })).status, 200);
 }
 
+/** A client that registered and left, `missed` emits while it was away, and its return: REGISTER with since, sent. */
+async function awayAndBack(target: TestNode, recipientId: string, missed: number): Promise<TestSocket> {
+  const [away, first] = await registered(target, kept(recipientId));
+  await away.close();
+  await emits(target, recipientId, 1, missed);
+  const back = await TestSocket.connect(target, api);
+  back.send({ objType: 'REGISTER', onEvents: [kept(recipientId, { since: { offset: first.offset, epoch: first.epoch } })] });
+  return back;
+}
+
 describe('positions', () => {
   test('a REGISTER of an event with history answers the route\'s position; each NOTIFICATION carries the next', async () => {
     const [client, valid] = await registered(node, kept('p1'));
@@ -169,11 +179,7 @@ describe('while a resume reads the history', () => {
     const { broker, open, reached } = gatedBroker();
     const gated = await startNode(withKept, { broker });
     try {
-      const [away, first] = await registered(gated, kept('h1'));
-      await away.close();
-      await emits(gated, 'h1', 1, 3);
-      const back = await TestSocket.connect(gated, api);
-      back.send({ objType: 'REGISTER', onEvents: [kept('h1', { since: { offset: 0, epoch: first.epoch } })] });
+      const back = await awayAndBack(gated, 'h1', 3);
       await reached();
       await emits(gated, 'h1', 4, 3);
       assert.equal(back.frames.length, 0, 'nothing before the reply');
@@ -194,11 +200,7 @@ describe('while a resume reads the history', () => {
       raw.websocket = { maxBufferedBytes: 1024 };
     }, { broker });
     try {
-      const [away, first] = await registered(gated, kept('h2'));
-      await away.close();
-      await emits(gated, 'h2', 1, 1);
-      const back = await TestSocket.connect(gated, api);
-      back.send({ objType: 'REGISTER', onEvents: [kept('h2', { since: { offset: 0, epoch: first.epoch } })] });
+      const back = await awayAndBack(gated, 'h2', 1);
       await reached();
       for (let i = 0; (await metric(gated, 'herald_notifications_dropped_total', { reason: 'slow_client' })) === 0; i++) {
         assert.ok(i < 50, 'never shed');
