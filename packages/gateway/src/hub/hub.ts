@@ -143,9 +143,17 @@ export class Hub {
     }
     const subscription = this.#join(session, route, eventId, onEvent);
     const { bucket } = subscription;
-    if (isHistoryBucket(bucket)) this.#resumes.hold(session, subscription);
+    if (!isHistoryBucket(bucket)) {
+      await bucket.registering;
+      return validOf(onEvent, eventId);
+    }
+    // From here its frames are held, and those after its position as of now follow the reply: the route's position
+    // now, or, for a route still being read, the position read (what comes after is held until then).
+    this.#resumes.hold(session, subscription);
+    const { history } = bucket;
+    const joinedAt = history.known ? history.position : undefined;
     await bucket.registering;
-    return isHistoryBucket(bucket) ? this.#resume(session, subscription, bucket, onEvent) : validOf(onEvent, eventId);
+    return this.#resume(session, subscription, bucket, onEvent, joinedAt ?? history.start);
   }
 
   /** A REGISTER reply was written to the session: what its REGISTERs of events with history held for it follows. */
@@ -254,13 +262,12 @@ export class Hub {
   }
 
   /**
-   * The reply to a REGISTER entry of an event with history, with the route's position as of now (the session's
-   * frames are held since it joined: those after this position follow the reply), and with `since` the replay of
-   * what the client missed up to it; both are written once the reply is (Resumes).
+   * The reply to a REGISTER entry of an event with history, with the route's position `at` when the session joined
+   * (its frames after it are held, and follow the reply), and with `since` the replay of what the client missed up to
+   * it; both are written once the reply is (Resumes).
    */
-  async #resume(session: Session, subscription: Subscription, bucket: HistoryBucket, onEvent: OnEvent): Promise<ValidOnEvent> {
+  async #resume(session: Session, subscription: Subscription, bucket: HistoryBucket, onEvent: OnEvent, at: Position | undefined): Promise<ValidOnEvent> {
     const valid = validOf(onEvent, subscription.eventId);
-    const at = bucket.history.position;
     if (at !== undefined) Object.assign(valid, at);
     const { since } = onEvent;
     if (since === undefined) {

@@ -37,6 +37,8 @@ export class RouteHistory {
   /** The last offset let through, in `epoch`; the epoch is undefined while unknown (not read yet, or the read failed). */
   epoch: string | undefined;
   offset = 0;
+  /** The position read when the route came (undefined: the read failed, or it is still on its way). */
+  start: Position | undefined;
   #known = false;
   #filling = false;
   #held: RouteEntry[] = [];
@@ -63,6 +65,7 @@ export class RouteHistory {
     if (read !== undefined) {
       this.epoch = read.epoch;
       this.offset = read.offset;
+      this.start = { offset: read.offset, epoch: read.epoch };
     }
     this.#known = true;
     this.#release();

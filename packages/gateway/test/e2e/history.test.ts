@@ -146,8 +146,11 @@ describe('REGISTER with since', () => {
   });
 });
 
-/** A broker on its own bus whose history reads with a range wait for `open()`, and whose deliveries pass through `deliver`. */
-function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<DeliveryHandler>) => void = (handler, ...args) => handler(...args)) {
+/**
+ * A broker on its own bus whose history reads with a range (or, `everyRead`, all of them) are answered once `open()`
+ * is called, and whose deliveries pass through `deliver`.
+ */
+function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<DeliveryHandler>) => void = (handler, ...args) => handler(...args), everyRead = false) {
   const inner = new MemoryBus(HISTORIES).broker('gated');
   let gate = Promise.withResolvers<void>();
   let reached = Promise.withResolvers<void>();
@@ -158,12 +161,14 @@ function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<Del
     addRoute: (route) => inner.addRoute(route),
     removeRoute: (route) => inner.removeRoute(route),
     publish: (event, eventData) => inner.publish(event, eventData),
+    // The read is made at once; its answer waits, as one on its way back from Redis.
     history: async (route, range) => {
-      if (range !== undefined && range.upTo > range.since.offset) {
+      const read = await inner.history(route, range);
+      if (everyRead || (range !== undefined && range.upTo > range.since.offset)) {
         reached.resolve();
         await gate.promise;
       }
-      return inner.history(route, range);
+      return read;
     },
     close: () => inner.close(),
   };
@@ -188,6 +193,25 @@ describe('while a resume reads the history', () => {
       assert.equal(reply?.type === 'REGISTER' && reply.response.validOnEvents[0]?.offset, 3, 'the position when it joined');
       assert.deepEqual(rest.map(notified).map(({ offset }) => offset), [1, 2, 3, 4, 5, 6]);
       await back.close();
+    } finally {
+      await gated.close();
+    }
+  });
+
+  test('a notification emitted while a new route\'s position is read follows the reply, after that position', async () => {
+    const { broker, open, reached } = gatedBroker(undefined, true);
+    const gated = await startNode(withKept, { broker });
+    try {
+      const client = await TestSocket.connect(gated, api);
+      client.send({ objType: 'REGISTER', onEvents: [kept('h3')] });
+      await reached();
+      await emits(gated, 'h3', 1, 2);
+      assert.equal(client.frames.length, 0);
+      open();
+      const [reply, ...rest] = await frames(client, 3);
+      const at = reply?.type === 'REGISTER' ? reply.response.validOnEvents[0]?.offset : undefined;
+      assert.deepEqual(rest.map(notified).map(({ offset }) => offset), [at! + 1, at! + 2]);
+      await client.close();
     } finally {
       await gated.close();
     }
