@@ -18,7 +18,7 @@ import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, typ
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
 import { CoalescedWrites, textFrame } from '../transport/frames.ts';
-import { RouteHistory, type RouteEntry } from './route-history.ts';
+import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
 import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
 
@@ -44,13 +44,22 @@ interface Bucket {
   registering: Promise<void> | undefined;
 }
 
-/** A route of an event with history: its own shape of bucket, so that the others carry none of this. */
-interface HistoryBucket extends Bucket {
-  readonly history: RouteHistory;
+/** A route of an event with history: a bucket of its own class, so that the others carry none of this. */
+class HistoryBucket implements Bucket {
+  readonly route: Route;
+  subscriptions: Few<Subscription> = undefined;
+  registering: Promise<void> | undefined = undefined;
+  readonly history: RouteHistory<HistoryBucket>;
   readonly config: HistoryConfig;
   /** Entries let through, waiting for the fan-out of those before them (a route of many sessions fans out in chunks). */
-  backlog: Outgoing[];
-  sending: boolean;
+  backlog: Outgoing[] = [];
+  sending = false;
+
+  constructor(route: Route, config: HistoryConfig, host: RouteHistoryHost<HistoryBucket>) {
+    this.route = route;
+    this.config = config;
+    this.history = new RouteHistory(host, this, config.size);
+  }
 }
 
 /** One entry of a route's history on its way to the route's sessions, as they were when it was let through. */
@@ -59,7 +68,7 @@ interface Outgoing {
   sends: Array<{ subscription: Subscription; frame: Buffer; sessions: Session[] }>;
 }
 
-const isHistoryBucket = (bucket: Bucket): bucket is HistoryBucket => 'history' in bucket;
+const isHistoryBucket = (bucket: Bucket): bucket is HistoryBucket => bucket instanceof HistoryBucket;
 
 interface Shape {
   /** The event's name and field names as first seen: every route the shape holds shares these strings. */
@@ -86,10 +95,20 @@ export class Hub {
   /** Notifications to one client within a turn of the event loop leave in one system call. */
   readonly #out = new CoalescedWrites();
   readonly #resumes: Resumes;
+  /** What every route of an event with history asks of the hub. */
+  readonly #routeHistories: RouteHistoryHost<HistoryBucket>;
 
   constructor(options: HubOptions) {
     this.#options = options;
     this.#metrics = options.metrics;
+    const metrics = options.metrics;
+    this.#routeHistories = {
+      read: (bucket, range) => options.broker.history(bucket.route, range),
+      next: (bucket, entry) => this.#letThrough(bucket, entry),
+      duplicate: () => metrics.historyDuplicates.inc(),
+      gap: (filled) => metrics.historyGapFills.inc({ result: filled ? 'filled' : 'lost' }),
+      overflow: () => metrics.drops.inc({ reason: 'history_held' }),
+    };
     this.#resumes = new Resumes({
       write: (session, frame) => {
         if (this.#write(session, frame)) this.#metrics.notificationsOut.inc();
@@ -228,7 +247,7 @@ export class Hub {
       // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
       const held: Route = { ...route, event: shape.event, fields: shape.fields };
       const config = this.#options.histories.get(route.event);
-      const created: Bucket = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : this.#historyBucket(held, config);
+      const created: Bucket = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : new HistoryBucket(held, config, this.#routeHistories);
       const added = this.#options.broker.addRoute(held);
       created.registering = (isHistoryBucket(created) ? this.#begin(created, added) : added).then(() => {
         created.registering = undefined;
@@ -237,20 +256,6 @@ export class Hub {
       shape.buckets.set(route.valuesKey, bucket);
       this.#metrics.routes.inc();
     }
-    return bucket;
-  }
-
-  /** A route of an event with history: its order of notifications, and where they go once let through. */
-  #historyBucket(route: Route, config: HistoryConfig): HistoryBucket {
-    const metrics = this.#metrics;
-    const history = new RouteHistory({
-      read: (range) => this.#options.broker.history(route, range),
-      next: (entry) => this.#letThrough(bucket, entry),
-      duplicate: () => metrics.historyDuplicates.inc(),
-      gap: (filled) => metrics.historyGapFills.inc({ result: filled ? 'filled' : 'lost' }),
-      overflow: () => metrics.drops.inc({ reason: 'history_held' }),
-    }, config.size);
-    const bucket: HistoryBucket = { route, subscriptions: undefined, registering: undefined, history, config, backlog: [], sending: false };
     return bucket;
   }
 

@@ -22,18 +22,19 @@ export interface RouteEntry {
   json?: string;
 }
 
-export interface RouteHistoryHost {
-  /** Entries of this route's history (RouteHistory asks for a range it has not let through). */
-  read(range: HistoryRange): Promise<HistoryRead>;
-  /** The next entry, in order: fan it out. */
-  next(entry: RouteEntry): void;
+/** What a RouteHistory asks of its node, about its route `R` (one host serves every route: nothing per route). */
+export interface RouteHistoryHost<R> {
+  /** Entries of the route's history (RouteHistory asks for a range it has not let through). */
+  read(route: R, range: HistoryRange): Promise<HistoryRead>;
+  /** The route's next entry, in order: fan it out. */
+  next(route: R, entry: RouteEntry): void;
   duplicate(): void;
   gap(filled: boolean): void;
   /** An arrival not held: too many wait already (a later gap reads it back from the history). */
   overflow(): void;
 }
 
-export class RouteHistory {
+export class RouteHistory<R = unknown> {
   /** The last offset let through, in `epoch`; the epoch is undefined while unknown (not read yet, or the read failed). */
   epoch: string | undefined;
   offset = 0;
@@ -42,11 +43,13 @@ export class RouteHistory {
   #known = false;
   #filling = false;
   #held: RouteEntry[] = [];
-  readonly #host: RouteHistoryHost;
+  readonly #host: RouteHistoryHost<R>;
+  readonly #route: R;
   readonly #holdLimit: number;
 
-  constructor(host: RouteHistoryHost, holdLimit: number) {
+  constructor(host: RouteHistoryHost<R>, route: R, holdLimit: number) {
     this.#host = host;
+    this.#route = route;
     this.#holdLimit = holdLimit;
   }
 
@@ -90,7 +93,7 @@ export class RouteHistory {
 
   #pass(entry: RouteEntry): void {
     this.offset = entry.offset;
-    this.#host.next(entry);
+    this.#host.next(this.#route, entry);
   }
 
   #hold(entry: RouteEntry): void {
@@ -113,7 +116,7 @@ export class RouteHistory {
       this.#host.gap(whole);
       this.#release();
     };
-    this.#host.read({ since, upTo, limit: missed }).then(settled, () => settled(undefined));
+    this.#host.read(this.#route, { since, upTo, limit: missed }).then(settled, () => settled(undefined));
   }
 
   /** The held arrivals, in order, until one starts another fill: it is held again, and the rest after it. */

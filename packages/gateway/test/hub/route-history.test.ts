@@ -23,17 +23,17 @@ function route(last: number, options: { epoch?: string; read?: (range: HistoryRa
   const { epoch = EPOCH, holdLimit = 1000 } = options;
   const passed: RouteEntry[] = [];
   const counts = { duplicates: 0, filled: 0, lost: 0, overflow: 0, reads: [] as HistoryRange[] };
-  const host: RouteHistoryHost = {
-    read: (range) => {
+  const host: RouteHistoryHost<string> = {
+    read: (_route, range) => {
       counts.reads.push(range);
       return options.read?.(range) ?? Promise.resolve(stored(last, range, epoch));
     },
-    next: (entry) => passed.push(entry),
+    next: (_route, entry) => passed.push(entry),
     duplicate: () => counts.duplicates++,
     gap: (filled) => (filled ? counts.filled++ : counts.lost++),
     overflow: () => counts.overflow++,
   };
-  return { history: new RouteHistory(host, holdLimit), passed, counts };
+  return { history: new RouteHistory(host, 'route', holdLimit), passed, counts };
 }
 
 const live = (offset: number, epoch = EPOCH): RouteEntry => ({ offset, epoch, eventData: { n: offset } });
