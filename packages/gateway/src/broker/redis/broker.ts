@@ -87,7 +87,6 @@ export class RedisBroker implements Broker {
       nodeId: this.nodeId,
       store: this.#historyStore,
       registry: this.#registry,
-      shapes: this.#shapes,
       observer: this.#observer,
       deliver: (...delivery) => this.#onDelivery(...delivery),
     });

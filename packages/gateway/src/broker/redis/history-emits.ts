@@ -27,7 +27,7 @@ import type { Connection } from './connection.ts';
 import type { RedisHistories } from './history.ts';
 import type { Keyspace } from './keys.ts';
 import type { RouteRegistry } from './routes.ts';
-import { NO_SHAPES, sameShapes, shapeOf, type Shape, type ShapeIndex } from './shapes.ts';
+import { NO_SHAPES, sameShapes, shapeOf, type Shape } from './shapes.ts';
 
 /** The first byte of a message carrying positions. */
 const POSITIONS_FIRST = 0x5b; // "["
@@ -47,7 +47,6 @@ export interface HistoryEmitsOptions {
   nodeId: string;
   store: RedisHistories;
   registry: RouteRegistry;
-  shapes: ShapeIndex;
   observer: BrokerObserver;
   /** This node's own deliveries. */
   deliver: DeliveryHandler;
@@ -57,7 +56,7 @@ export class HistoryEmits {
   readonly #options: HistoryEmitsOptions;
   /** Each event's sticky shapes as its last emit read them. */
   readonly #seen = new Map<string, readonly Shape[]>();
-  /** Each event's read of its sticky shapes in this turn of the event loop. */
+  /** Each event's read of its sticky shapes (shapes.ts) in this turn of the event loop. */
   readonly #reads = new Map<string, Promise<string[]>>();
 
   constructor(options: HistoryEmitsOptions) {
@@ -126,7 +125,7 @@ export class HistoryEmits {
   #readSticky(event: string): Promise<string[]> {
     const shared = this.#reads.get(event);
     if (shared !== undefined) return shared;
-    const read = this.#options.shapes.stickyOf(event);
+    const read = this.#options.connection.reads.zrange(this.#options.keys.historyShapes(event));
     this.#reads.set(event, read);
     setImmediate(() => this.#reads.delete(event));
     return read;

@@ -83,11 +83,6 @@ export class ShapeIndex {
     ]);
   }
 
-  /** The sticky shapes of an event with history (see the header), for an emit. */
-  stickyOf(event: string): Promise<string[]> {
-    return this.#redis.zrange(this.#keys.historyShapes(event), '0', '-1');
-  }
-
   /**
    * The shape leaves the event's set when no node uses it. Not atomic across slots: a node that starts using
    * the shape at that moment may see it withdrawn, and publishAll at its next heartbeat puts it back.
