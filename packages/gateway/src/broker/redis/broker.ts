@@ -195,13 +195,11 @@ export class RedisBroker implements Broker {
     }
   }
 
-  async #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
-    try {
-      return await this.#historyEmits.publish(event, eventData, history);
-    } catch (error) {
-      this.#observer.historyAppendFailed(error as Error);
-      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
-    }
+  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
+    return this.#historyEmits.publish(event, eventData, history).catch((error: Error) => {
+      this.#observer.historyAppendFailed(error);
+      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${error.message}`);
+    });
   }
 
   async history(route: Route, range?: HistoryRange): Promise<HistoryRead> {

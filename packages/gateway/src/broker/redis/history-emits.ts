@@ -36,7 +36,8 @@ const POSITIONS_FIRST = 0x5b; // "["
 type Appended = [routeKey: string, offset: number, epoch: string];
 
 interface AppendedRoute {
-  appended: Appended;
+  routeKey: string;
+  position: Position;
   /** The nodes holding the route, read after the append. */
   nodes: string[];
 }
@@ -104,22 +105,25 @@ export class HistoryEmits {
     const [{ position, resent }, held] = await Promise.all([appending, holding]);
     // An append sent again through another connection (NOSCRIPT) may have run after that read: read again.
     const nodes = held === undefined || resent ? await registry.nodesOf(routeKey) : held;
-    return { appended: [routeKey, position.offset, position.epoch], nodes };
+    return { routeKey, position, nodes };
   }
 
-  async #send(event: string, eventData: Record<string, unknown>, json: string, routes: AppendedRoute[]): Promise<number> {
+  /** To each node holding one of the routes; the message for the others is made only when there is one. */
+  #send(event: string, eventData: Record<string, unknown>, json: string, routes: AppendedRoute[]): number | Promise<number> {
     const { nodeId, keys, connection } = this.#options;
-    const appended = routes.map((route) => route.appended);
-    const positions = positionsOf(appended);
-    const nodes = new Set(routes.flatMap((route) => route.nodes));
+    const positions = new Map<string, Position>();
+    const nodes = new Set<string>();
+    for (const route of routes) {
+      positions.set(route.routeKey, route.position);
+      for (const node of route.nodes) nodes.add(node);
+    }
     let message: Buffer | undefined;
-    const sends: Promise<unknown>[] = [];
+    let sends: Promise<unknown>[] | undefined;
     for (const node of nodes) {
       if (node === nodeId) this.#options.deliver(event, eventData, positions, json);
-      else sends.push(connection.commands.spublish(keys.channel(node), (message ??= Buffer.from(`${JSON.stringify(appended)}\n${event}\n${json}`))));
+      else (sends ??= []).push(connection.commands.spublish(keys.channel(node), (message ??= messageOf(event, json, routes))));
     }
-    if (sends.length > 0) await Promise.all(sends);
-    return nodes.size;
+    return sends === undefined ? nodes.size : Promise.all(sends).then(() => nodes.size);
   }
 
   #readSticky(event: string): Promise<string[]> {
@@ -134,4 +138,9 @@ export class HistoryEmits {
 
 function positionsOf(appended: readonly Appended[]): Map<string, Position> {
   return new Map(appended.map(([routeKey, offset, epoch]) => [routeKey, { offset, epoch }]));
+}
+
+function messageOf(event: string, json: string, routes: readonly AppendedRoute[]): Buffer {
+  const appended = routes.map(({ routeKey, position }): Appended => [routeKey, position.offset, position.epoch]);
+  return Buffer.from(`${JSON.stringify(appended)}\n${event}\n${json}`);
 }
