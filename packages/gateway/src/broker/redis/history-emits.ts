@@ -24,7 +24,7 @@ import type { HistoryConfig } from '../../config/schema.ts';
 import { routeKeyOf, valuesKeyIn } from '../../events/routing.ts';
 import type { BrokerObserver, DeliveryHandler } from '../broker.ts';
 import type { Connection } from './connection.ts';
-import type { RedisHistories } from './history.ts';
+import type { Appended, RedisHistories } from './history.ts';
 import type { Keyspace } from './keys.ts';
 import type { RouteRegistry } from './routes.ts';
 import { NO_SHAPES, sameShapes, shapeOf, type Shape } from './shapes.ts';
@@ -33,7 +33,7 @@ import { NO_SHAPES, sameShapes, shapeOf, type Shape } from './shapes.ts';
 const POSITIONS_FIRST = 0x5b; // "["
 
 /** One route an emit was appended to: [route key, offset, epoch], as the message to other nodes carries them. */
-type Appended = [routeKey: string, offset: number, epoch: string];
+type Carried = [routeKey: string, offset: number, epoch: string];
 
 interface AppendedRoute {
   routeKey: string;
@@ -87,25 +87,24 @@ export class HistoryEmits {
     const first = message.indexOf(10);
     const second = message.indexOf(10, first + 1);
     if (first < 0 || second < 0) return true;
-    const positions = positionsOf(JSON.parse(message.toString('utf8', 0, first)) as Appended[]);
+    const positions = positionsOf(JSON.parse(message.toString('utf8', 0, first)) as Carried[]);
     const json = message.toString('utf8', second + 1);
     this.#options.deliver(message.toString('utf8', first + 1, second), JSON.parse(json) as Record<string, unknown>, positions, json);
     return true;
   }
 
   /** The emit appended to its route in `shape` (if eventData has that shape's fields), and the route's nodes. */
-  async #append(event: string, shape: Shape, eventData: Record<string, unknown>, json: string, history: HistoryConfig): Promise<AppendedRoute | undefined> {
+  #append(event: string, shape: Shape, eventData: Record<string, unknown>, json: string, history: HistoryConfig): Promise<AppendedRoute> | undefined {
     const valuesKey = valuesKeyIn(eventData, shape.fields);
     if (valuesKey === undefined) return undefined;
     const { store, registry, connection } = this.#options;
     const routeKey = routeKeyOf(event, shape.key, valuesKey);
     const appending = store.append(routeKey, json, history);
-    // One redis-server, one connection: the read, sent right after the append, runs after it.
-    const holding = connection.reads.inOrder ? registry.nodesOf(routeKey) : undefined;
-    const [{ position, resent }, held] = await Promise.all([appending, holding]);
-    // An append sent again through another connection (NOSCRIPT) may have run after that read: read again.
-    const nodes = held === undefined || resent ? await registry.nodesOf(routeKey) : held;
-    return { routeKey, position, nodes };
+    const readAfter = ({ position }: Appended): Promise<AppendedRoute> => registry.nodesOf(routeKey).then((nodes) => ({ routeKey, position, nodes }));
+    if (!connection.reads.inOrder) return appending.then(readAfter);
+    // One redis-server, one connection: the read, sent right after the append, runs after it. An append sent again
+    // through another connection (NOSCRIPT) may have run after that read: read again.
+    return Promise.all([appending, registry.nodesOf(routeKey)]).then(([done, nodes]) => (done.resent ? readAfter(done) : { routeKey, position: done.position, nodes }));
   }
 
   /** To each node holding one of the routes; the message for the others is made only when there is one. */
@@ -136,11 +135,11 @@ export class HistoryEmits {
   }
 }
 
-function positionsOf(appended: readonly Appended[]): Map<string, Position> {
+function positionsOf(appended: readonly Carried[]): Map<string, Position> {
   return new Map(appended.map(([routeKey, offset, epoch]) => [routeKey, { offset, epoch }]));
 }
 
 function messageOf(event: string, json: string, routes: readonly AppendedRoute[]): Buffer {
-  const appended = routes.map(({ routeKey, position }): Appended => [routeKey, position.offset, position.epoch]);
+  const appended = routes.map(({ routeKey, position }): Carried => [routeKey, position.offset, position.epoch]);
   return Buffer.from(`${JSON.stringify(appended)}\n${event}\n${json}`);
 }

@@ -83,6 +83,17 @@ for i = 1, #entries do answer[i + 3] = entries[i][2][2] end
 return answer`,
 };
 
+/** An append's answer: the emit's position in the route's history; `resent`: the script went through ioredis. */
+export interface Appended {
+  position: Position;
+  resent: boolean;
+}
+
+const appended = (reply: unknown, resent: boolean): Appended => {
+  const [offset, epoch] = reply as [number, string];
+  return { position: { offset, epoch }, resent };
+};
+
 /** The append's SHA1, as EVALSHA names it. */
 const APPEND_SHA = createHash('sha1').update(SCRIPTS.heraldHistoryAppend).digest('hex');
 
@@ -104,16 +115,16 @@ export class RedisHistories {
    * objects and their writev cost the node ~15% of its CPU in unpaced emits). A Redis that no longer holds the script
    * (NOSCRIPT, after a restart) gets it again through ioredis: `resent`, on another connection than the reads.
    */
-  async append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<{ position: Position; resent: boolean }> {
+  append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<Appended> {
     const keys = [this.#keys.history(routeKey), this.#keys.historyPosition(routeKey)] as const;
     const args = [newEpoch(), json, size, ttlSeconds * 1000, positionTtlSeconds * 1000, Date.now()] as const;
-    let resent = false;
-    const [offset, epoch] = (await this.#reads.evalsha(APPEND_SHA, keys, args).catch((error: Error) => {
-      if (!error.message.startsWith('NOSCRIPT')) throw error;
-      resent = true;
-      return this.#redis.heraldHistoryAppend(...keys, ...args);
-    })) as [number, string];
-    return { position: { offset, epoch }, resent };
+    return this.#reads.evalsha(APPEND_SHA, keys, args).then(
+      (reply) => appended(reply, false),
+      (error: Error) => {
+        if (!error.message.startsWith('NOSCRIPT')) throw error;
+        return this.#redis.heraldHistoryAppend(...keys, ...args).then((reply) => appended(reply, true));
+      },
+    );
   }
 
   async read(routeKey: string, { ttlSeconds, positionTtlSeconds }: HistoryConfig, range: HistoryRange | undefined): Promise<HistoryRead> {
