@@ -17,6 +17,9 @@
  *            the node holding the most. Its clients back after; its entries gone from Redis after (a survivor
  *            sweeps them once its lease, 10 s, has run out); then each client is named once, 1,000 a second.
  *
+ *   restart-gap, kill-gap  the same two while the emits go on, to an event with history, the listeners resuming
+ *            (issue 25; recordGap below).
+ *
  * Each is run twice (once with --quick), its figures the medians of the runs (run.ts). N is 18,000 (3,000 with
  * --quick). Ports 25110-25129, below the ephemeral range. Logs in the run directory.
  */
@@ -80,9 +83,13 @@ interface Clients {
   done: Promise<RunReport>;
 }
 
-/** wsload notify in the background: `clients` listeners that come back when dropped; `emitS` of emits once all are back. */
-function startClients(ctx: FailoverContext, name: string, http: string, clients: number, emitS: number): Clients {
-  const args = ['notify', http, '--clients', String(clients), '--connect-rate', String(CONNECT_RATE), '--await-return', String(AWAIT_RETURN_S),
+/**
+ * wsload notify in the background: `clients` listeners that come back when dropped; `emitS` of emits once all are
+ * back, or (`resume`) from the start, to announcements-kept (a history), each listener resuming from its position.
+ */
+function startClients(ctx: FailoverContext, name: string, http: string, clients: number, emitS: number, resume = false): Clients {
+  const when = resume ? ['--register', 'announcements-kept', '--resume', '--grace', '15'] : ['--await-return', String(AWAIT_RETURN_S)];
+  const args = ['notify', http, '--clients', String(clients), '--connect-rate', String(CONNECT_RATE), ...when,
     '-c', '10', '-R', String(EMIT_RATE), '-d', String(emitS), '--per-worker', String(CLIENTS_PER_WORKER)];
   ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.join(' ')}`);
   const jsonFile = `${ctx.runDir}/${name}-${Date.now()}.json`;
@@ -215,25 +222,50 @@ async function busiest(nodes: FleetNode[]): Promise<[FleetNode, number]> {
   return [nodes[held.indexOf(most)]!, most];
 }
 
-export async function killScenario(ctx: FailoverContext): Promise<void> {
-  const clients = clientsOf(ctx);
+/** A kill scenario's processes, for `run`: its Redis (and the bench's client of it), three nodes behind HAProxy. */
+interface KillFleet {
+  db: Redis;
+  nodes: FleetNode[];
+  clients: number;
+  /** What the scenario starts besides, stopped with the rest. */
+  procs: Proc[];
+}
+
+/** Redis, three nodes and HAProxy, `run` with them; a failure is listed as `<name> <run>`; everything stopped after. */
+async function onKillFleet(ctx: FailoverContext, name: string, phase: string, run: (fleet: KillFleet) => Promise<void>): Promise<void> {
   const mine: Proc[] = [];
   let redis: { proc: Proc; db: Redis } | undefined;
   try {
-    ctx.sampler.phase = 'gateway kill -9';
-    redis = await scenarioRedis(ctx, 'redis-kill', KILL.redisPort);
-    const { db } = redis;
+    ctx.sampler.phase = `gateway ${phase}`;
+    redis = await scenarioRedis(ctx, `redis-${name}`, KILL.redisPort);
     const nodes = await Promise.all(Array.from({ length: KILL.nodes }, async (_, i): Promise<FleetNode> => {
       const [id, port] = [`bench-node-${i + 1}`, KILL.port + i + 1];
       const proc = await startGateway(ctx, `gateway-${id}`, port, { REDIS_URL: `redis://127.0.0.1:${KILL.redisPort}`, HERALD_NODE_ID: id });
       return { id, port, proc };
     }));
+    const clients = clientsOf(ctx);
     mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx, clients)));
+    await run({ db: redis.db, nodes, clients, procs: mine });
+  } catch (error) {
+    ctx.results.errors.push(`${name} ${ctx.run}: ${message(error)}`);
+  } finally {
+    await stopScenario(mine, redis);
+  }
+}
+
+/** Until the fleet's nodes hold `clients` subscriptions, or `feeder` exits. */
+async function allRegistered({ nodes, clients }: KillFleet, feeder: Proc): Promise<void> {
+  const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
+  await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, feeder);
+}
+
+export function killScenario(ctx: FailoverContext): Promise<void> {
+  return onKillFleet(ctx, 'kill', 'kill -9', async (fleet) => {
+    const { db, nodes, clients } = fleet;
     // Each client named once, after every one is back.
     const load = startClients(ctx, 'kill', `http://127.0.0.1:${KILL.port}`, clients, (clients - 0.5) / EMIT_RATE);
-    mine.push(load.proc);
-    const registered = async (): Promise<number> => (await Promise.all(nodes.map((node) => count(node.port, 'herald_subscriptions')))).reduce((a, b) => a + b);
-    await waitFor(`${clients} clients registered`, async () => (await registered()) >= clients, 120_000, 200, load.proc);
+    fleet.procs.push(load.proc);
+    await allRegistered(fleet, load.proc);
     const [victim, held] = await busiest(nodes);
     const killedAt = Date.now();
     victim.proc.child.kill('SIGKILL');
@@ -245,9 +277,73 @@ export async function killScenario(ctx: FailoverContext): Promise<void> {
     ctx.record('kill_swept_s', seconds(killedAt, sweptAt));
     const named = report.counts.emitsSent ?? 0;
     if (named > 0) ctx.record('kill_next_emit_reached_pct', (100 * Math.min(report.counts.received ?? 0, named)) / named);
+  });
+}
+
+/**
+ * Issue 25: the same failovers while the emits go on, to an event with history (announcements-kept), the listeners
+ * resuming from their last position as the client SDK does (`wsload notify --resume`): every notification emitted to
+ * a listener while it was away should reach it once it is back. Of those, the share that did:
+ * `<scenario>_gap_recovered_pct` = replayed / (replayed + missing), replayed counted by the nodes the listeners came
+ * back to (herald_history_replayed_total), missing by wsload (answered emits whose notification never arrived; it
+ * drops and counts repeats: `_gap_duplicates`). `_gap_missed` is replayed + missing: how many the gap held.
+ */
+function recordGap(ctx: FailoverContext, scenario: string, report: RunReport, replayed: number): void {
+  ctx.results.runs[`gateway ${scenario} ${ctx.run}`] = report;
+  const missing = report.counts.missing ?? 0;
+  ctx.record(`${scenario}_missed`, replayed + missing);
+  if (replayed + missing > 0) ctx.record(`${scenario}_recovered_pct`, (100 * replayed) / (replayed + missing));
+  ctx.record(`${scenario}_duplicates`, report.counts.duplicates);
+  ctx.record(`${scenario}_unrecovered`, report.counts.unrecovered);
+}
+
+/** Once the emits have begun (the nodes' appends), and a little more: the failover lands in the middle of them. */
+async function emitsUnderWay(ports: number[]): Promise<void> {
+  const appends = async (): Promise<number> => (await Promise.all(ports.map((port) => count(port, 'herald_history_appends_total')))).reduce((a, b) => a + b, 0);
+  await waitFor('emits under way', async () => (await appends()) > 0, 120_000);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+}
+
+/** The restart (new process first) while emits go on: replays on the new process. */
+export async function restartGapScenario(ctx: FailoverContext): Promise<void> {
+  const clients = clientsOf(ctx);
+  const { port, redisPort } = RESTART;
+  const mine: Proc[] = [];
+  let redis: { proc: Proc; db: Redis } | undefined;
+  try {
+    ctx.sampler.phase = 'gateway restart-gap';
+    redis = await scenarioRedis(ctx, 'redis-restart-gap', redisPort);
+    const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}`, HERALD_REUSE_PORT: '1' };
+    const first = await startGateway(ctx, 'gateway-restart-gap', port, env);
+    mine.push(first);
+    const load = startClients(ctx, 'restart-gap', `http://127.0.0.1:${port}`, clients, ctx.quick ? 10 : 20, true);
+    mine.push(load.proc);
+    await waitFor(`${clients} clients registered`, async () => (await count(port, 'herald_subscriptions')) >= clients, 120_000, 200, load.proc);
+    await emitsUnderWay([port]);
+    mine.push(await startGateway(ctx, 'gateway-restart-gap-next', port, env));
+    await stop(first, 'SIGTERM', 40_000);
+    const report = await load.done;
+    recordGap(ctx, 'restart_gap', report, await count(port, 'herald_history_replayed_total'));
   } catch (error) {
-    ctx.results.errors.push(`kill ${ctx.run}: ${message(error)}`);
+    ctx.results.errors.push(`restart-gap ${ctx.run}: ${message(error)}`);
   } finally {
     await stopScenario(mine, redis);
   }
+}
+
+/** kill -9 of the busiest of three nodes while emits go on: replays on the survivors. */
+export function killGapScenario(ctx: FailoverContext): Promise<void> {
+  return onKillFleet(ctx, 'kill-gap', 'kill-gap', async (fleet) => {
+    const { nodes, clients } = fleet;
+    const load = startClients(ctx, 'kill-gap', `http://127.0.0.1:${KILL.port}`, clients, ctx.quick ? 10 : 20, true);
+    fleet.procs.push(load.proc);
+    await allRegistered(fleet, load.proc);
+    await emitsUnderWay(nodes.map((node) => node.port));
+    const [victim] = await busiest(nodes);
+    victim.proc.child.kill('SIGKILL');
+    const report = await load.done;
+    const survivors = nodes.filter((node) => node !== victim);
+    const replayed = (await Promise.all(survivors.map((node) => count(node.port, 'herald_history_replayed_total')))).reduce((a, b) => a + b, 0);
+    recordGap(ctx, 'kill_gap', report, replayed);
+  });
 }

@@ -78,6 +78,32 @@ function codeTable(r: Results): string {
   return ['| can-connect code | clients/s | of no code | target (issue 5) | met |', '|---|---:|---:|---|---|', ...rows].join('\n');
 }
 
+/** Issue 25: history and resume. [figure, label, target: direction and value, or none]. */
+const HISTORY_FIGURES: Array<[string, string, ['≤' | '≥', number] | undefined]> = [
+  ['restart_gap_recovered_pct', 'restart (new process first) while emits go on: % of what its clients missed that reached them once back', ['≥', 100]],
+  ['restart_gap_missed', '… notifications the gap held (replayed + missing)', undefined],
+  ['restart_gap_duplicates', '… repeats a client had to drop', ['≤', 0]],
+  ['kill_gap_recovered_pct', 'kill -9 of one of 3 nodes while emits go on: % of what its clients missed that reached them once back', ['≥', 100]],
+  ['kill_gap_missed', '… notifications the gap held (replayed + missing)', undefined],
+  ['kill_gap_duplicates', '… repeats a client had to drop', ['≤', 0]],
+  ['notify_person_history_per_s', 'one person each, unpaced, history on (announcements-kept), notifications/s', undefined],
+  ['notify_person_history_vs_plain', '… over the run without history beside it (announcements)', ['≥', 0.75]],
+  ['notify_person_history_us_per_emit', "… the node's CPU per emit with history, µs", undefined],
+  ['notify_person_plain_us_per_emit', '… and without, µs', undefined],
+  ['history_recover_100_p50_ms', 'a client that missed 100: REGISTER with since to the 100th replayed, p50 ms', undefined],
+  ['history_recover_100_p99_ms', '… p99 ms', ['≤', 20]],
+  ['history_redis_bytes_per_notification', 'Redis used_memory per notification kept (stream and position; eventData ~55 B)', undefined],
+];
+
+function historyTable(r: Results): string {
+  const rows = HISTORY_FIGURES.map(([name, label, target]) => {
+    const value = r.figures[name];
+    const met = target === undefined ? '' : value === undefined ? 'not yet measured' : meets(value, ...target) ? 'yes' : 'no';
+    return `| \`${name}\` — ${label} | ${fmt(value)} | ${target === undefined ? '' : `${target[0]} ${target[1]}`} | ${met} |`;
+  });
+  return ['| figure | gateway | target (issue 25) | met |', '|---|---:|---|---|', ...rows].join('\n');
+}
+
 /** Scenarios 5 and 6 side by side (the restart both ways): what the figures table has, and what has no target. */
 const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined, string | undefined]> = [
   ['clients dropped', 'restart_dropped', 'restart_cold_dropped', 'kill_dropped'],
@@ -362,6 +388,17 @@ rate drifts 10-20% over minutes here; a pair a few seconds apart shares the drif
 the rates and of the ratios (\`subscribe_*_vs_no_code\` in results.json, each run's output under \`runs\`).
 
 ${codeTable(r)}
+
+## Missed notifications recovered (history and resume)
+
+Events with \`history\` keep each route's last notifications in Redis; a client that comes back resumes from its last
+position (docs/protocol.md 4.1). \`restart-gap\` and \`kill-gap\` are the failovers above with the emits going on through
+them (1,000 a second, each to one listener, to \`announcements-kept\`), the listeners coming back as the SDK does with
+\`since\` (\`wsload notify --resume\`, bench/failover.ts); \`history\` runs on the gateway target (bench/history.ts): unpaced
+one-person notify with and without history in alternated pairs (${roundsOf(r, 'gateway history kept')} round(s)), a client that
+missed 100 coming back (the time from its REGISTER to the 100th replayed), and Redis's bytes per notification kept.
+
+${historyTable(r)}
 
 ## Notifications, and with more clients connected
 

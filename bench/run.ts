@@ -10,14 +10,16 @@
  *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
  *                                 18,000 clients connected), broadcast-18k, can-connect, pairs (the gateway and
  *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), floors (the
- *                                 machine's, floorScenario), restart, kill (bench/failover.ts), revoke (bench/revoke.ts)
+ *                                 machine's, floorScenario), restart, kill, restart-gap, kill-gap (bench/failover.ts),
+ *                                 history (bench/history.ts), revoke (bench/revoke.ts)
  *
  * Ports 25000+ (below the ephemeral range). Logs in bench/.run/. Everything started is stopped in `finally`.
  * What the scenarios share (options, results, targets, load runs, fills) is in suite.ts; the load runs the pairs
  * share with the targets' own in steps.ts; scenario 1 in memory.ts; the side-by-side pairs in pairs.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { restartScenario, killScenario, type FailoverContext } from './failover.ts';
+import { killGapScenario, killScenario, restartGapScenario, restartScenario, type FailoverContext } from './failover.ts';
+import { historyScenario } from './history.ts';
 import { revokeScenario } from './revoke.ts';
 import { floorScenario } from './floors.ts';
 import { memoryScenario } from './memory.ts';
@@ -28,7 +30,10 @@ import { churnStep, notifySteps } from './steps.ts';
 import { CONNECTED, EVERY_CLIENT, freshTarget, growFill, LEVELS, medianOfRuns, NOTIFY_CLIENTS, NOTIFY_S, NOTIFY_WARMUP_S, ONLY, OUT_DIR, prefix, QUICK, RATE_RUNS, record, recordMedians, results, runLoad, RUN_DIR, runSteps, sampler, serverStats, startTarget, stopFills, stopTarget, untilNoClients, wanted, type Target } from './suite.ts';
 
 /** Scenarios with processes of their own, run after the targets. */
-const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [['restart', restartScenario], ['kill', killScenario], ['revoke', revokeScenario]];
+const FAILOVER: Array<[string, (ctx: FailoverContext) => Promise<void>]> = [
+  ['restart', restartScenario], ['kill', killScenario], ['restart-gap', restartGapScenario], ['kill-gap', killGapScenario],
+  ['revoke', revokeScenario],
+];
 /** Scenarios that start what they measure themselves, after the targets' own runs. */
 const OWN_PROCESSES = new Set(['pairs', 'floors', ...FAILOVER.map(([name]) => name)]);
 /** The three targets run in turn only when a scenario of theirs is wanted. */
@@ -159,6 +164,9 @@ async function benchTarget(t: Target): Promise<void> {
     }
     if (t.name === 'gateway' && wanted('can-connect')) {
       try { await codeScenario(t); } catch (error) { results.errors.push(`${t.name} can-connect: ${(error as Error).message}`); }
+    }
+    if (t.name === 'gateway' && wanted('history')) {
+      try { await historyScenario(t); } catch (error) { results.errors.push(`${t.name} history: ${(error as Error).message}`); }
     }
   } catch (error) {
     results.errors.push(`${t.name}: ${(error as Error).message}`);

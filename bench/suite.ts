@@ -183,13 +183,13 @@ export async function medianOfRuns(label: string, runs: number, run: (n: number)
 }
 
 /**
- * Each figure of several runs, as the median of its values; a loss (`*_lost`) or a reach (`*_reached_pct`) as the
- * worst of them instead, since "none lost" must hold in every run.
+ * Each figure of several runs, as the median of its values; a loss (`*_lost`, `*_duplicates`) or a reach
+ * (`*_reached_pct`, `*_recovered_pct`) as the worst of them instead, since "none lost" must hold in every run.
  */
 export function recordMedians(taken: Array<Record<string, number | undefined>>): void {
   for (const figure of new Set(taken.flatMap((values) => Object.keys(values)))) {
     const values = taken.map((run) => run[figure]).filter((value) => value !== undefined);
-    const worst = figure.endsWith('_lost') ? Math.max : figure.endsWith('_reached_pct') ? Math.min : undefined;
+    const worst = /_(lost|duplicates)$/.test(figure) ? Math.max : /_(reached|recovered)_pct$/.test(figure) ? Math.min : undefined;
     record(figure, worst && values.length > 0 ? worst(...values) : median(values));
   }
 }

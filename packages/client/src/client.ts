@@ -58,6 +58,18 @@ export interface ReconnectedEvent {
   /** Handles registered again; notifications keep carrying them. */
   registered: string[];
   refused: RefusedSubscription[];
+  /**
+   * Per handle of an event with history that resumed from its last position: true when every notification it
+   * missed was replayed (they came through 'notification' before this event), false when the gateway's history
+   * no longer reached back (fetch the state anew).
+   */
+  recovered: Record<string, boolean>;
+}
+
+/** An event with history's notifications started a new epoch: the gateway lost their history, and some may be lost. */
+export interface HistoryLostEvent {
+  /** The handle. */
+  eventId: string;
 }
 
 export interface ClientEvents {
@@ -68,6 +80,8 @@ export interface ClientEvents {
   reconnected: ReconnectedEvent;
   /** The connection took new tokens in band (REFRESH): the node keeps it open until `expiresAt` (ms). */
   refreshed: { expiresAt: number };
+  /** A subscription's history was lost while it was live (Redis lost it): fetch the state anew. */
+  historyLost: HistoryLostEvent;
   /**
    * getTokens failed (the held tokens are used), a frame answered nothing, or the node refused a REFRESH (then it
    * closes the connection at its tokens' expiry, 4001, and the client reconnects). The client carries on.
@@ -81,6 +95,8 @@ interface Reregistration {
   /** The eventId on the new connection; undefined when refused. */
   eventId: string | undefined;
   errors: WireError[];
+  /** Whether it resumed whole, when it resumed (it had a position). */
+  recovered: boolean | undefined;
 }
 
 interface Waiter<T> {
@@ -95,7 +111,7 @@ export class HeraldClient {
   readonly #events = new Emitter<ClientEvents>();
   readonly #subscriptions = new Subscriptions();
   readonly #handlers: ConnectionHandlers = {
-    notification: (n) => this.#events.emit('notification', { ...n, eventId: this.#subscriptions.handleOf(n.eventId) }),
+    notification: (n) => this.#notify(n),
     closed: (connection) => this.#onClosed(connection),
     error: (error) => this.#events.emit('error', error),
     expiring: () => {
@@ -142,10 +158,18 @@ export class HeraldClient {
     await opened;
   }
 
-  /** Subscribe; answers which entries were accepted (with their handle, `eventId`) and which were refused (with errors). */
+  /**
+   * Subscribe; answers which entries were accepted (with their handle, `eventId`) and which were refused (with
+   * errors). An entry may carry `since` (a position kept from an earlier session): the node then replays what it
+   * missed, and its valid entry says whether it was `recovered`.
+   */
   async register(onEvents: OnEventInput[]): Promise<RegisterResult> {
     const frame: ClientFrame = { objType: 'REGISTER', onEvents: onEvents.map(withDefaults) };
-    const { response } = (await this.#request(() => frame)) as RegisterReply;
+    // Each accepted entry is held as soon as the reply is read: its replay and notifications come right after it.
+    const hold = (reply: ServerFrame): void => {
+      for (const valid of (reply as RegisterReply).response.validOnEvents) this.#subscriptions.registered(this.#subscriptions.add(valid), valid);
+    };
+    const { response } = (await this.#request(() => frame, hold)) as RegisterReply;
     const validOnEvents = response.validOnEvents.map((valid) => ({ ...valid, eventId: this.#subscriptions.add(valid) }));
     return { validOnEvents, invalidOnEvents: response.invalidOnEvents };
   }
@@ -232,7 +256,8 @@ export class HeraldClient {
       const refused = replies
         .filter((reply) => reply.eventId === undefined)
         .map(({ handle, onEvent, errors }) => ({ eventId: handle, onEvent, errors }));
-      this.#events.emit('reconnected', { attempt, registered, refused });
+      const recovered = Object.fromEntries(replies.flatMap(({ handle, eventId, recovered }) => (eventId === undefined || recovered === undefined ? [] : [[handle, recovered]])));
+      this.#events.emit('reconnected', { attempt, registered, refused, recovered });
     }
     this.#everOpen = true;
     for (const waiter of this.#openWaiters.splice(0)) waiter.resolve(connection);
@@ -244,20 +269,41 @@ export class HeraldClient {
     return this.#stopped && { ...this.#stopped, errors: [] };
   }
 
-  /** One REGISTER per held entry (pipelined), so each reply belongs to exactly one handle. */
+  /**
+   * One REGISTER per held entry (pipelined), so each reply belongs to exactly one handle; an entry with a position
+   * resumes from it (`since`), and the node replays what it missed right after the reply.
+   */
   #registerHeld(connection: Connection): Promise<Reregistration[]> {
     return Promise.all(
       this.#subscriptions.held().map(async ([handle, onEvent]): Promise<Reregistration> => {
+        const since = this.#subscriptions.sinceOf(handle);
         try {
-          const { response } = (await connection.request({ objType: 'REGISTER', onEvents: [onEvent] })) as RegisterReply;
+          const frame: ClientFrame = { objType: 'REGISTER', onEvents: [since === undefined ? onEvent : { ...onEvent, since }] };
+          const held = ({ response }: RegisterReply): void => {
+            if (response.validOnEvents[0] !== undefined) this.#subscriptions.registered(handle, response.validOnEvents[0]);
+          };
+          const { response } = (await connection.request(frame, (reply) => held(reply as RegisterReply))) as RegisterReply;
           const errors = response.invalidOnEvents[0]?.errors ?? [];
-          return { handle, onEvent, eventId: response.validOnEvents[0]?.eventId, errors };
+          const valid = response.validOnEvents[0];
+          return { handle, onEvent, eventId: valid?.eventId, errors, recovered: since === undefined ? undefined : valid?.recovered === true };
         } catch (error) {
           // An ERROR reply refuses this entry; a closed socket is seen by the caller in connection.ended.
-          return { handle, onEvent, eventId: undefined, errors: error instanceof HeraldError ? error.errors : [] };
+          return { handle, onEvent, eventId: undefined, errors: error instanceof HeraldError ? error.errors : [], recovered: undefined };
         }
       }),
     );
+  }
+
+  /** A NOTIFICATION, named by its handle; one of an event with history is dropped when it is a repeat. */
+  #notify(notification: Notification): void {
+    const eventId = this.#subscriptions.handleOf(notification.eventId);
+    const { offset, epoch } = notification;
+    if (offset !== undefined && epoch !== undefined) {
+      const seen = this.#subscriptions.seen(eventId, offset, epoch);
+      if (seen === 'duplicate') return;
+      if (seen === 'epoch_changed') this.#events.emit('historyLost', { eventId });
+    }
+    this.#events.emit('notification', { ...notification, eventId });
   }
 
   /** An open connection closed: reconnect, or stop. Attempts in flight watch their own socket instead. */
@@ -297,11 +343,11 @@ export class HeraldClient {
   }
 
   /** Send once open; a request cut off by a disconnect is sent again after the reconnect (REGISTER and UNREGISTER are idempotent). */
-  async #request(build: () => ClientFrame): Promise<ServerFrame> {
+  async #request(build: () => ClientFrame, onReply?: (frame: ServerFrame) => void): Promise<ServerFrame> {
     for (;;) {
       const connection = await this.#whenOpen();
       try {
-        return await connection.request(build());
+        return await connection.request(build(), onReply);
       } catch (error) {
         // Not a disconnect (an ERROR reply), or a frame the node found too big (1009): sent again, it would
         // only close the next connection too.

@@ -40,6 +40,8 @@ export interface ConnectionHandlers {
 interface Waiter {
   resolve(frame: ServerFrame): void;
   reject(error: Error): void;
+  /** Called with the reply as it is read, before the frames after it (the promise's reactions come later). */
+  onReply: ((frame: ServerFrame) => void) | undefined;
 }
 
 export class Connection {
@@ -71,14 +73,18 @@ export class Connection {
     });
   }
 
-  /** Send a frame and answer its reply (REGISTER, UNREGISTER or REFRESH); an ERROR reply rejects with its errors. */
-  request(frame: ClientFrame): Promise<ServerFrame> {
+  /**
+   * Send a frame and answer its reply (REGISTER, UNREGISTER or REFRESH); an ERROR reply rejects with its errors.
+   * `onReply` sees the reply as soon as it is read: frames read with it in one chunk are handled before the promise's
+   * reactions.
+   */
+  request(frame: ClientFrame, onReply?: (frame: ServerFrame) => void): Promise<ServerFrame> {
     if (this.ended) {
       const { code, reason } = this.ended;
       return Promise.reject(new HeraldError(`connection closed (${code} ${reason})`, [], code));
     }
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
+      this.#waiting.push({ resolve, reject, onReply });
       this.#socket.send(JSON.stringify(frame));
     });
   }
@@ -107,9 +113,12 @@ export class Connection {
         return;
       case 'REGISTER':
       case 'UNREGISTER':
-      case 'REFRESH':
-        this.#waiting.shift()?.resolve(frame);
+      case 'REFRESH': {
+        const waiter = this.#waiting.shift();
+        waiter?.onReply?.(frame);
+        waiter?.resolve(frame);
         return;
+      }
       case 'TOKEN_EXPIRING':
         this.#handlers.expiring(frame.response.expiresAt);
         return;

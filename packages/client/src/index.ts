@@ -6,6 +6,7 @@ export {
   type CloseInfo,
   type ConnectOptions,
   type DisconnectedEvent,
+  type HistoryLostEvent,
   type Notification,
   type OnEventInput,
   type ReconnectedEvent,

@@ -50,9 +50,13 @@ test('connect, register, receive, unregister', async () => {
   assert.equal(reply.invalidOnEvents[0]?.errors[0]?.code, 'CRITERIA_NOT_YOURS');
   const received = new Promise((resolve) => client.onNotification(resolve));
   await emit('order-updates', { recipientId: 2, status: 'shipped' });
+  // order-updates keeps a history (the default config): its notifications carry their position, the reply's + 1.
+  const { offset, epoch } = reply.validOnEvents[0] ?? {};
   assert.deepEqual(await received, {
     eventId: reply.validOnEvents[0]?.eventId,
     eventType: 'CUSTOM_WS_EVENTS',
+    offset: (offset ?? NaN) + 1,
+    epoch,
     eventData: { recipientId: 2, status: 'shipped' },
   });
   const released = await client.unregister([reply.validOnEvents[0]?.eventId ?? '']);

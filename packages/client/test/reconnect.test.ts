@@ -1,11 +1,14 @@
-/** Reconnecting against real gateway nodes: a node restart on the same port stands for a deploy. */
+/**
+ * Reconnecting against real gateway nodes: a node restart on the same port stands for a deploy. Resume too:
+ * order-updates keeps a history in the default config, so the client registers again from its last position.
+ */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
-import { HeraldClient, HeraldError, type TokenReason, type Tokens } from '../src/index.ts';
-import { apiToken, emit, next, personToken, restart, startNode, type Node } from './support.ts';
+import { HeraldClient, HeraldError, type Notification, type TokenReason, type Tokens } from '../src/index.ts';
+import { apiToken, emit, next, personToken, record, restart, startNode, type Node } from './support.ts';
 
 const CLI = new URL('../src/cli.ts', import.meta.url).pathname;
 const FAST = { minDelayMs: 50, maxDelayMs: 150 };
@@ -54,7 +57,9 @@ test('after the node closes every socket: reconnect, register again, notificatio
 
   const received = next(client, 'notification');
   await emit(node, 'order-updates', { recipientId: 2, status: 'shipped' });
-  assert.deepEqual(await received, { eventId: handles[0], eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, status: 'shipped' } });
+  const { offset, epoch, ...notification } = await received;
+  assert.deepEqual(notification, { eventId: handles[0], eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, status: 'shipped' } });
+  assert.equal(typeof offset === 'number' && typeof epoch === 'string', true, 'order-updates keeps a history: its position');
   const released = await client.unregister([handles[1] ?? '']);
   assert.deepEqual(released, { validOnEvents: [{ eventId: handles[1] }], invalidOnEvents: [] });
   assert.deepEqual(await client.close(), { code: 1000, reason: '' });
@@ -151,4 +156,73 @@ test('herald-ws listen --no-reconnect exits at the first close', { timeout: 5000
   node = await restart(node);
   assert.equal((await once(child, 'exit'))[0], 0);
   assert.match(stderr, /^closed: 1001 /m);
+});
+
+/** getTokens that makes each reconnect attempt wait for `let()`: what happens meanwhile happens while the client is away. */
+function gatedTokens() {
+  let gate = Promise.withResolvers<void>();
+  const getTokens = async ({ reason }: { reason: TokenReason }) => {
+    if (reason !== 'connect') await gate.promise;
+    return nick;
+  };
+  const letIn = () => {
+    gate.resolve();
+    gate = Promise.withResolvers();
+  };
+  return { getTokens, letIn };
+}
+
+/** Drop every socket of the node without a close frame, as a network loss does (the client sees 1006). */
+function dropAll(target: Node): void {
+  for (const session of target.gateway.hub.sessions) session.socket.terminate();
+}
+
+const numbers = (notifications: Notification[]) => notifications.map((n) => (n.eventData as { n: number }).n);
+
+test('after a drop, the notifications emitted while away are replayed in order, once, before reconnected says recovered', { timeout: 10_000 }, async () => {
+  const { getTokens, letIn } = gatedTokens();
+  const client = await HeraldClient.connect({ url: node.ws, getTokens, minDelayMs: 0, maxDelayMs: 10 });
+  const { validOnEvents } = await client.register([{ apiName: 'order-updates', condition: NICK }]);
+  const handle = validOnEvents[0]!.eventId;
+  assert.equal(typeof validOnEvents[0]?.offset, 'number');
+  const got = record(client, 'notification');
+  const order: string[] = [];
+  client.on('notification', () => void order.push('notification'));
+  client.on('reconnected', () => void order.push('reconnected'));
+  await emit(node, 'order-updates', { recipientId: 2, n: 1 });
+  await next(client, 'notification');
+  const away = next(client, 'disconnected');
+  dropAll(node);
+  assert.equal((await away).code, 1006);
+  for (const n of [2, 3, 4]) await emit(node, 'order-updates', { recipientId: 2, n });
+  const back = next(client, 'reconnected');
+  letIn();
+  const { recovered } = await back;
+  assert.deepEqual(recovered, { [handle]: true });
+  await emit(node, 'order-updates', { recipientId: 2, n: 5 });
+  await next(client, 'notification');
+  assert.deepEqual(numbers(got), [1, 2, 3, 4, 5]);
+  assert.deepEqual(order, ['notification', 'notification', 'notification', 'notification', 'reconnected', 'notification']);
+  assert.ok(got.every((n) => n.eventId === handle && typeof n.offset === 'number'));
+  assert.deepEqual(got.map((n) => n.offset), [1, 2, 3, 4, 5].map((i) => got[0]!.offset! + i - 1));
+  await client.close();
+});
+
+test('a node whose history was lost (the in-process broker, restarted): recovered false, and what comes next is delivered', { timeout: 10_000 }, async () => {
+  const { getTokens, letIn } = gatedTokens();
+  const client = await HeraldClient.connect({ url: node.ws, getTokens, minDelayMs: 0, maxDelayMs: 10 });
+  const { validOnEvents } = await client.register([{ apiName: 'order-updates', condition: NICK }]);
+  const handle = validOnEvents[0]!.eventId;
+  for (const n of [1, 2]) await emit(node, 'order-updates', { recipientId: 2, n });
+  await next(client, 'notification', (n) => (n.eventData as { n: number }).n === 2);
+  const lost = record(client, 'historyLost');
+  const back = next(client, 'reconnected');
+  node = await restart(node);
+  letIn();
+  assert.deepEqual((await back).recovered, { [handle]: false });
+  const received = next(client, 'notification');
+  await emit(node, 'order-updates', { recipientId: 2, n: 3 });
+  assert.deepEqual((await received).eventData, { recipientId: 2, n: 3 });
+  assert.deepEqual(lost, [], 'the reply told it: the new epoch is no surprise');
+  await client.close();
 });

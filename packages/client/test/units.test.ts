@@ -68,3 +68,22 @@ test('Subscriptions: handles stay when the eventIds change, even when two swap',
   assert.equal(subscriptions.remove('x'), 'a');
   assert.deepEqual(subscriptions.held(), []);
 });
+
+test('Subscriptions: positions of events with history, a repeat told from a new one, a new epoch noticed', () => {
+  const subscriptions = new Subscriptions();
+  const handle = subscriptions.add(valid('h', 'kept'));
+  assert.equal(subscriptions.sinceOf(handle), undefined);
+  subscriptions.registered(handle, { ...valid('h', 'kept'), offset: 4, epoch: 'e1' });
+  assert.deepEqual(subscriptions.sinceOf(handle), { offset: 4, epoch: 'e1' });
+  assert.deepEqual([5, 5, 3, 6].map((offset) => subscriptions.seen(handle, offset, 'e1')), ['new', 'duplicate', 'duplicate', 'new']);
+  assert.equal(subscriptions.seen(handle, 1, 'e2'), 'epoch_changed');
+  assert.deepEqual(subscriptions.sinceOf(handle), { offset: 1, epoch: 'e2' });
+  // A resume the node answered whole keeps the position (the replay moves it on); any other takes the reply's.
+  subscriptions.registered(handle, { ...valid('h2', 'kept'), offset: 9, epoch: 'e2', recovered: true });
+  assert.deepEqual(subscriptions.sinceOf(handle), { offset: 1, epoch: 'e2' });
+  assert.equal(subscriptions.handleOf('h2'), handle, 'the reply names the handle at once');
+  subscriptions.registered(handle, { ...valid('h2', 'kept'), offset: 9, epoch: 'e3', recovered: false });
+  assert.deepEqual(subscriptions.sinceOf(handle), { offset: 9, epoch: 'e3' });
+  subscriptions.rebind(new Map([[handle, undefined]]));
+  assert.equal(subscriptions.sinceOf(handle), undefined, 'a refused subscription forgets its position');
+});

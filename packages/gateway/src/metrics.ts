@@ -250,6 +250,38 @@ export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
       labelNames: ['reason'],
       registers,
     }),
+    historyAppends: new Counter({
+      name: 'herald_history_appends_total',
+      help: "Routes' histories the emits made on this node were appended to (events with history)",
+      registers,
+    }),
+    historyAppendFailures: new Counter({
+      name: 'herald_history_append_failures_total',
+      help: 'Emits of events with history whose appends or publishes failed (answered 503)',
+      registers,
+    }),
+    historyRecoveries: new Counter({
+      name: 'herald_history_recoveries_total',
+      help: 'REGISTER entries with since, by result: recovered (every notification after since replayed), epoch_changed, too_old (the history no longer reaches back, or Redis could not be read), capped (more than maxReplay missed)',
+      labelNames: ['result'],
+      registers,
+    }),
+    historyReplayed: new Counter({
+      name: 'herald_history_replayed_total',
+      help: 'NOTIFICATION frames replayed to resuming clients',
+      registers,
+    }),
+    historyDuplicates: new Counter({
+      name: 'herald_history_duplicates_total',
+      help: "Deliveries of a history event's route at or below the position this node had delivered (or read when the route came): dropped",
+      registers,
+    }),
+    historyGapFills: new Counter({
+      name: 'herald_history_gap_fills_total',
+      help: "Gaps in a route's offsets filled from its history before later deliveries, by result: filled, lost (the history no longer held them, or Redis could not be read)",
+      labelNames: ['result'],
+      registers,
+    }),
     repliesDropped: new Counter({
       name: 'herald_replies_dropped_total',
       help: 'Replies (REGISTER, UNREGISTER, REFRESH, ERROR) and TOKEN_EXPIRING notices not written, by reason: closing (the client had left before its answer was ready), slow_client (its unsent data passed the bound: it was shed)',

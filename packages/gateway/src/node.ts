@@ -9,7 +9,7 @@ import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
 import { CloseCode } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator, type AuthObserver } from './auth/jwt.ts';
-import type { Broker } from './broker/broker.ts';
+import type { Broker, Histories } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
 import { RedisBroker } from './broker/redis/broker.ts';
 import { nodeIdSchema, type Config } from './config/schema.ts';
@@ -84,9 +84,10 @@ export class Gateway {
       this.metrics.internalErrors.inc({ where });
       this.log.error({ err: error, where }, 'contained an unexpected error; the node carries on');
     };
-    const broker = deps.broker ?? this.#brokerFor(nodeId, contain);
+    const histories = historiesOf(config);
+    const broker = deps.broker ?? this.#brokerFor(nodeId, contain, histories);
     this.broker = broker;
-    this.hub = new Hub({ broker, metrics: this.metrics, contain, ...websocket });
+    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
     this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations, observer: this.#authObserver() });
@@ -175,10 +176,10 @@ export class Gateway {
     return new Gateway(config, dataSources, deps, nodeId);
   }
 
-  #brokerFor(nodeId: string, contain: Contain): Broker {
+  #brokerFor(nodeId: string, contain: Contain, histories: Histories): Broker {
     const { redis } = this.config;
-    if (!redis) return new MemoryBus().broker(nodeId);
     const { metrics } = this;
+    if (!redis) return new MemoryBus(histories).broker(nodeId, { historyAppended: (routes) => metrics.historyAppends.inc(routes) });
     const { log } = this;
     return new RedisBroker({
       target: redis,
@@ -207,7 +208,10 @@ export class Gateway {
           if (lean) log.info("the emit's registry reads are on their own connection to Redis");
           else log.warn({ why }, "the emit's registry reads go through ioredis until their own connection to Redis is back");
         },
+        historyAppended: (routes) => metrics.historyAppends.inc(routes),
+        historyAppendFailed: () => metrics.historyAppendFailures.inc(),
       },
+      histories,
     });
   }
 
@@ -251,7 +255,7 @@ export class Gateway {
 
   /** Start the broker, then listen; answers the clients' port (useful with port 0). */
   async listen(): Promise<number> {
-    await this.broker.start((event, eventData) => this.hub.deliver(event, eventData), this.#control.receive);
+    await this.broker.start((event, eventData, positions, json) => this.hub.deliver(event, eventData, positions, json), this.#control.receive);
     // Before the port opens: no handshake may pass a revocation this node has not read yet.
     await this.#revocations.start();
     this.#sessions.start();
@@ -316,6 +320,11 @@ function longestTokenLifeMs({ auth }: Readonly<Config>): number {
 function loggerOf(logger: boolean | { level: string }, nodeId: string): FastifyServerOptions['logger'] {
   if (logger === false) return false;
   return { ...(logger === true ? {} : logger), base: { pid: process.pid, hostname: hostname(), nodeId } };
+}
+
+/** The events that keep a history, by name. */
+function historiesOf(config: Readonly<Config>): Histories {
+  return new Map(Object.entries(config.events).flatMap(([name, { history }]) => (history === undefined ? [] : [[name, history]])));
 }
 
 /** HERALD_NODE_ID, or a new id; checked like a config field, since the fleet's registry in Redis relies on it. */

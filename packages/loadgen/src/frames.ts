@@ -62,9 +62,42 @@ export function sentAtOf(frame: Buffer): number {
   return scale > 0 ? value / scale : value;
 }
 
-/** One REGISTER frame: one event, and criteria `recipientId` when given. */
-export function registerFrame(event: string, recipientId: string | undefined): string {
+/** One REGISTER frame: one event, criteria `recipientId` when given, and `since` to resume a history from. */
+export function registerFrame(event: string, recipientId: string | undefined, since?: FramePosition): string {
   const onEvent: Record<string, unknown> = { eventType: 'CUSTOM_WS_EVENTS', apiName: event };
   if (recipientId !== undefined) onEvent.condition = { conditionType: 'RESPONSE', criteria: { recipientId } };
+  if (since !== undefined) onEvent.since = since;
   return JSON.stringify({ objType: 'REGISTER', onEvents: [onEvent] });
+}
+
+/** A position in a route's history (an event with history), as NOTIFICATION frames and REGISTER replies carry it. */
+export interface FramePosition {
+  offset: number;
+  epoch: string;
+}
+
+const OFFSET = Buffer.from('"offset":');
+const EPOCH = Buffer.from(',"epoch":"');
+const QUOTE = 0x22;
+
+/**
+ * The first `"offset":N,"epoch":"E"` of a frame: a NOTIFICATION's (before its eventData, so never the emitter's own
+ * fields) or a REGISTER reply's one entry; undefined without one.
+ */
+export function positionOf(frame: Buffer): FramePosition | undefined {
+  const at = frame.indexOf(OFFSET);
+  if (at < 0) return undefined;
+  let offset = 0;
+  let i = at + OFFSET.length;
+  for (; i < frame.length && frame[i]! >= ZERO && frame[i]! <= NINE; i++) offset = offset * 10 + (frame[i]! - ZERO);
+  if (frame.compare(EPOCH, 0, EPOCH.length, i, i + EPOCH.length) !== 0) return undefined;
+  const end = frame.indexOf(QUOTE, i + EPOCH.length);
+  return end < 0 ? undefined : { offset, epoch: frame.toString('latin1', i + EPOCH.length, end) };
+}
+
+const NOT_RECOVERED = Buffer.from('"recovered":false');
+
+/** A REGISTER reply saying its resume did not reach back. */
+export function notRecovered(frame: Buffer): boolean {
+  return frame.includes(NOT_RECOVERED);
 }

@@ -3,7 +3,7 @@
  * reply, and leaving. Many clients share one observer, which turns their phases into figures.
  */
 import { connect, type Socket } from 'node:net';
-import { firstErrorCode, frameType, registerAccepted } from './frames.ts';
+import { firstErrorCode, frameType, notRecovered, positionOf, registerAccepted, registerFrame, type FramePosition } from './frames.ts';
 import type { ClientPlan } from './roster.ts';
 import { readInto } from './receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
@@ -16,13 +16,19 @@ export interface ClientObserver {
   /** A ready client's socket closed: it left, or the node dropped it. */
   closed(client: LoadClient, code: number): void;
   notification(client: LoadClient, frame: Buffer): void;
+  /** With `resume`: a repeat (dropped), a gap in the offsets, or a resume the node answered whole or not. */
+  history?(client: LoadClient, what: HistoryOutcome): void;
 }
+
+export type HistoryOutcome = 'duplicate' | 'skipped' | 'recovered' | 'unrecovered';
 
 export interface ClientOptions {
   /** Source address (127.0.0.x), so that clients beyond one address's ephemeral ports can connect. */
   localAddress?: string | undefined;
   /** From start until ready. */
   timeoutMs: number;
+  /** Keep the last position of an event with history, resume from it (since), and drop repeats, as the SDK does. */
+  resume?: boolean;
 }
 
 type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done';
@@ -44,6 +50,9 @@ export class LoadClient implements WireHandler {
   readyAt = 0;
   leaveAt = 0;
   leftAt = 0;
+  /** With `resume`: the last position seen, and the one this client resumes from. */
+  position: FramePosition | undefined;
+  readonly #since: FramePosition | undefined;
   #state: State = 'new';
   #tcp: Socket | undefined;
   #reader: WireReader | undefined;
@@ -54,11 +63,13 @@ export class LoadClient implements WireHandler {
   readonly #observer: ClientObserver;
   readonly #options: ClientOptions;
 
-  constructor(index: number, plan: ClientPlan, observer: ClientObserver, options: ClientOptions) {
+  constructor(index: number, plan: ClientPlan, observer: ClientObserver, options: ClientOptions, since?: FramePosition) {
     this.index = index;
     this.plan = plan;
     this.#observer = observer;
     this.#options = options;
+    this.#since = since;
+    this.position = since;
   }
 
   get state(): State {
@@ -137,18 +148,45 @@ export class LoadClient implements WireHandler {
   #onFrame(frame: Buffer): void {
     const type = frameType(frame);
     if (type === 'NOTIFICATION') {
-      if (this.#state === 'ready' || this.#state === 'registering') this.#observer.notification(this, frame);
+      if (this.#state !== 'ready' && this.#state !== 'registering') return;
+      if (this.#options.resume === true && !this.#advance(frame)) return;
+      this.#observer.notification(this, frame);
     } else if (this.#state === 'connecting') {
       if (type !== 'CONNECTED') return this.#fail(type === 'TOKEN_VALIDATION' ? firstErrorCode(frame) : `first frame ${type}`);
       this.connectedAt = performance.now();
       if (this.plan.register === undefined) return this.#ready();
       this.#state = 'registering';
       this.registerSentAt = performance.now();
-      this.#tcp?.write(clientFrame(Opcode.TEXT, this.plan.register));
+      const since = this.#since;
+      this.#tcp?.write(clientFrame(Opcode.TEXT, since === undefined ? this.plan.register : registerFrame(this.plan.event!, this.plan.recipient || undefined, since)));
     } else if (this.#state === 'registering' && type === 'REGISTER') {
-      if (registerAccepted(frame)) this.#ready();
-      else this.#fail(firstErrorCode(frame));
+      if (!registerAccepted(frame)) return this.#fail(firstErrorCode(frame));
+      if (this.#options.resume === true) this.#registered(frame);
+      this.#ready();
     }
+  }
+
+  /** A REGISTER reply: a resume answered whole keeps the position (the replay moves it on); else the reply's is taken. */
+  #registered(frame: Buffer): void {
+    const recovered = this.#since !== undefined && !notRecovered(frame);
+    if (this.#since !== undefined) this.#observer.history?.(this, recovered ? 'recovered' : 'unrecovered');
+    if (!recovered) this.position = positionOf(frame);
+  }
+
+  /** A NOTIFICATION's position; answers false for a repeat, which is not counted as received. */
+  #advance(frame: Buffer): boolean {
+    const position = positionOf(frame);
+    if (position === undefined) return true;
+    const last = this.position;
+    if (last !== undefined && last.epoch === position.epoch) {
+      if (position.offset <= last.offset) {
+        this.#observer.history?.(this, 'duplicate');
+        return false;
+      }
+      if (position.offset > last.offset + 1) this.#observer.history?.(this, 'skipped');
+    }
+    this.position = position;
+    return true;
   }
 
   #ready(): void {

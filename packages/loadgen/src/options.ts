@@ -10,11 +10,13 @@ export const USAGE = `usage:
   wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
-                [--broadcast] [--register EVENT] [--ws URL] [--await-return S]
+                [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume]
 
   dropped clients come back (fill, listen, notify): [--reconnect] each after a random wait of
           [--reconnect-min ${DEFAULT_MIN_DELAY_MS / 1000}] to [--reconnect-max ${DEFAULT_MAX_DELAY_MS / 1000}] seconds, as the client SDK does; notify --await-return S
-          (implies --reconnect) waits up to S seconds for listeners to be dropped and all back before emitting
+          (implies --reconnect) waits up to S seconds for listeners to be dropped and all back before emitting;
+          notify --resume (implies --reconnect): an event with history is resumed from each client's last position,
+          as the SDK does (REGISTER since), repeats are dropped and counted
 
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
@@ -81,6 +83,8 @@ export interface NotifyOptions extends CommonOptions {
   reconnect: ReconnectPolicy | undefined;
   /** Before emitting, wait up to this long for listeners to be dropped and every one of them back; 0: do not. */
   awaitReturnS: number;
+  /** Dropped listeners resume their event's history (since) and drop repeats. */
+  resume: boolean;
 }
 
 export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
@@ -123,6 +127,7 @@ const EXTRA = {
   notify: {
     ...RECONNECT,
     'await-return': { type: 'string', default: '0' },
+    resume: { type: 'boolean', default: false },
     clients: { type: 'string', short: 'n', default: '1000' },
     'connect-rate': { type: 'string', default: '2000' },
     connections: { type: 'string', short: 'c', default: '100' },
@@ -280,8 +285,9 @@ function notify(args: string[]): NotifyOptions {
     warmupS: number(values, 'warmup', 0),
     graceS: number(values, 'grace', 0),
     perWorker: number(values, 'per-worker', 1),
-    ...addressing(values, number(values, 'clients', 1), values.reconnect === true || awaitReturnS > 0),
+    ...addressing(values, number(values, 'clients', 1), values.reconnect === true || awaitReturnS > 0 || values.resume === true),
     awaitReturnS,
+    resume: values.resume === true,
   };
 }
 

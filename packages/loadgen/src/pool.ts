@@ -5,7 +5,7 @@
 import { EmitTallies } from './emit-tallies.ts';
 import { Histogram } from './histogram.ts';
 import { clockMs, sentAtOf } from './frames.ts';
-import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
+import { LoadClient, type ClientObserver, type ClientOptions, type HistoryOutcome } from './load-client.ts';
 import { Reconnector, type ReconnectHost, type ReconnectPolicy } from './reconnect.ts';
 import { planClient, type Roster } from './roster.ts';
 import { PHASES, type Phase, type PoolSnapshot } from './snapshot.ts';
@@ -25,6 +25,8 @@ export interface PoolSpec {
   reconnect: ReconnectPolicy | undefined;
   /** Tally notifications per emit (paced broadcasts: each one's last told); see emit-tallies.ts. */
   tallyEmits: boolean;
+  /** Clients resume an event's history when they come back, and drop repeats (notify --resume; load-client.ts). */
+  resume?: boolean;
 }
 
 /**
@@ -69,6 +71,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   #lastReceivedAt = 0;
   #back = 0;
   #retryFailures: Record<string, number> = {};
+  readonly #history: Record<string, number> = {};
   readonly #away = new Histogram();
   #firstDropAt = 0;
   #lastBackAt = 0;
@@ -82,7 +85,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   }
 
   #clientOptions(index: number): ClientOptions {
-    return { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs };
+    return { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume };
   }
 
   async open(signal?: AbortSignal): Promise<void> {
@@ -168,6 +171,10 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#level.record(this.#lastBackAt, 'back');
   }
 
+  history(_client: LoadClient, what: HistoryOutcome): void {
+    this.#history[what] = (this.#history[what] ?? 0) + 1;
+  }
+
   retryFailed(reason: string): void {
     this.#retryFailures[reason] = (this.#retryFailures[reason] ?? 0) + 1;
   }
@@ -202,6 +209,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
       lastReceivedAt: this.#lastReceivedAt,
       back: this.#back,
       retryFailures: { ...this.#retryFailures },
+      history: { ...this.#history },
       away: this.#away.toData(),
       firstDropAt: this.#firstDropAt,
       lastBackAt: this.#lastBackAt,

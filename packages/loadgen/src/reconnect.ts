@@ -13,7 +13,7 @@ import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
 import { ErrorCode } from '@herald/protocol';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
-import { LoadClient, type ClientObserver, type ClientOptions } from './load-client.ts';
+import { LoadClient, type ClientObserver, type ClientOptions, type HistoryOutcome } from './load-client.ts';
 import { count, type ReportBody } from './report.ts';
 import type { PoolSnapshot } from './snapshot.ts';
 import { seriesFrom } from './timeline.ts';
@@ -34,6 +34,8 @@ export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notifica
   joined(client: LoadClient): void;
   /** An attempt failed: another follows, unless it was refused for good (the client then stays away). */
   retryFailed(reason: string): void;
+  /** With --resume: what a returning client's history did (load-client.ts). */
+  history?(client: LoadClient, what: HistoryOutcome): void;
   /** A first connect was refused for good: the client has failed. */
   firstConnectFailed(client: LoadClient, reason: string): void;
 }
@@ -71,7 +73,8 @@ export class Reconnector implements ClientObserver {
     if (this.#closed) return;
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index));
+      // It resumes from where the dropped one was (with --resume; else it has no position).
+      const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index), previous.position);
       this.#attempts.add(attempt);
       attempt.start();
     }, delayMs);
@@ -102,6 +105,10 @@ export class Reconnector implements ClientObserver {
 
   notification(attempt: LoadClient, frame: Buffer): void {
     this.#host.notification(attempt, frame);
+  }
+
+  history(attempt: LoadClient, what: HistoryOutcome): void {
+    this.#host.history?.(attempt, what);
   }
 
   /** The run is over: no more attempts, and those in flight are dropped. */

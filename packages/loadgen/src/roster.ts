@@ -37,7 +37,8 @@ export interface Roster {
 
 export interface ClientPlan {
   url: string;
-  /** The REGISTER frame to send after CONNECTED, if any. */
+  /** The event it registers, if any, and its REGISTER frame to send after CONNECTED. */
+  event: string | undefined;
   register: string | undefined;
   /** The key an emit's recipientId must equal to reach this client; '' for a criteria-less subscription. */
   recipient: string | undefined;
@@ -78,5 +79,5 @@ export function planClient(roster: Roster, index: number): ClientPlan {
     : `?x-am-authorization=${roster.apiToken}&x-am-user-authorization=${personToken}`;
   const recipient = recipientOf(roster, index);
   const register = roster.event === undefined ? undefined : registerFrame(roster.event, recipient || undefined);
-  return { url: `${roster.wsUrl.replace(/\/$/, '')}/${query}`, register, recipient };
+  return { url: `${roster.wsUrl.replace(/\/$/, '')}/${query}`, event: roster.event, register, recipient };
 }

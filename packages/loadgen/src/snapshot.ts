@@ -38,6 +38,8 @@ export interface PoolSnapshot {
   back: number;
   /** Reconnect attempts that failed, by reason (HTTP 503 while a node drains, ECONNREFUSED while it is down). */
   retryFailures: Record<string, number>;
+  /** With --resume: repeats dropped, gaps seen, resumes answered recovered or not (load-client.ts HistoryOutcome). */
+  history: Record<string, number>;
   /** Per return: from the drop to registered again. */
   away: HistogramData;
   /** Epoch ms (clockMs) of the first drop and of the last return, 0 before any. */
@@ -68,6 +70,7 @@ export function emptySnapshot(): PoolSnapshot {
     lastReceivedAt: 0,
     back: 0,
     retryFailures: {},
+    history: {},
     away: empty,
     firstDropAt: 0,
     lastBackAt: 0,
@@ -109,6 +112,7 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
     total.lastReceivedAt = Math.max(total.lastReceivedAt, one.lastReceivedAt);
     total.back += one.back;
     addCounts(total.retryFailures, one.retryFailures);
+    addCounts(total.history, one.history);
     away.add(one.away);
     total.firstDropAt = earliest(total.firstDropAt, one.firstDropAt);
     total.lastBackAt = Math.max(total.lastBackAt, one.lastBackAt);

@@ -129,7 +129,7 @@ test('against a ws server: CONNECTED, the REGISTER read by the server, a ping an
     notification: () => events.push('notification'),
   };
   const register = '{"objType":"REGISTER","onEvents":[]}';
-  const client = new LoadClient(0, { url, register, recipient: undefined }, observer, { timeoutMs: 5000 });
+  const client = new LoadClient(0, { url, event: undefined, register, recipient: undefined }, observer, { timeoutMs: 5000 });
   client.start();
   assert.deepEqual(await serverSide, { register, pong: true, echoed: 1001 });
   assert.equal(await closed.promise, 1001);

@@ -1,6 +1,6 @@
 /** Encoders for server frames. The NOTIFICATION encoder is on the hot path: it serialises eventData once. */
 import type { WireError } from './codes.ts';
-import type { EventType, ServerFrame } from './messages.ts';
+import type { EventType, Position, ServerFrame } from './messages.ts';
 
 export function encodeFrame(frame: ServerFrame): string {
   return JSON.stringify(frame);
@@ -19,9 +19,11 @@ export function encodeErrors(type: 'TOKEN_VALIDATION' | 'ERROR', errors: WireErr
 
 /**
  * A NOTIFICATION's text, for every recipient that registered the same subscription (same eventId).
- * `eventDataJson` is already serialised (undefined when the subscriber asked for getEventData:false).
+ * `eventDataJson` is already serialised (undefined when the subscriber asked for getEventData:false). `position`:
+ * an event with history's; its fields come before eventData, so a reader scanning the bytes finds ours first.
  */
-export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined): string {
+export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined, position?: Position): string {
   const data = eventDataJson === undefined ? '' : `,"eventData":${eventDataJson}`;
-  return `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${data}}}`;
+  const at = position === undefined ? '' : `,"offset":${position.offset},"epoch":${JSON.stringify(position.epoch)}`;
+  return `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${at}${data}}}`;
 }

@@ -18,6 +18,16 @@ export interface Condition {
   criteria: Criteria;
 }
 
+/**
+ * A place in a route's history (events with `history` in the node's config): the notification's `offset`, counted
+ * from 1 per route, and the history's `epoch`, which changes when the fleet lost the history (offsets then start
+ * again). A client that remembers the last one it got can resume from it (`since`).
+ */
+export interface Position {
+  offset: number;
+  epoch: string;
+}
+
 /** The apiName of an INSTANCES event: rows were saved in the named collection. */
 export const SCHEMA_POST_BULK_INSERT = 'SCHEMA_POST_BULK_INSERT';
 
@@ -34,6 +44,8 @@ export interface OnEvent {
   /** Field names to keep from eventData; absent means all of it. */
   select?: string[];
   condition?: Condition;
+  /** Resume after this position: the node replays what the client missed (events with history only). */
+  since?: Position;
 }
 
 export interface RegisterFrame {
@@ -56,8 +68,14 @@ export interface RefreshFrame {
 
 export type ClientFrame = RegisterFrame | UnregisterFrame | RefreshFrame;
 
-export interface ValidOnEvent extends OnEvent {
+/** An accepted entry: as the node understood it (without `since`), its eventId, and for an event with history its position. */
+export interface ValidOnEvent extends Omit<OnEvent, 'since'> {
   eventId: string;
+  /** The route's last offset as of this registration: the next NOTIFICATION after the replay carries offset + 1. */
+  offset?: number;
+  epoch?: string;
+  /** With `since`: whether every notification after it was replayed (false: the client should fetch its state anew). */
+  recovered?: boolean;
 }
 
 /** An entry the node refused: the entry's own fields echoed back (or `entry` if it was not an object), and why. */
@@ -88,7 +106,8 @@ export interface UnregisterReply {
 
 export interface NotificationFrame {
   type: 'NOTIFICATION';
-  response: { eventId: string; eventType: EventType; eventData?: unknown };
+  /** `offset` and `epoch`: for an event with history only. */
+  response: { eventId: string; eventType: EventType; offset?: number; epoch?: string; eventData?: unknown };
 }
 
 /** The connection's tokens expire at `expiresAt` (ms since the epoch): send REFRESH before then, or be closed with 4001. */

@@ -12,7 +12,7 @@ import {
   utf8Length,
   type FrameLimits,
 } from './limits.ts';
-import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent, type RefreshFrame } from './messages.ts';
+import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria, type OnEvent, type Position, type RefreshFrame } from './messages.ts';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: WireError[] };
 
@@ -118,6 +118,18 @@ function parseSelect(select: unknown): Parsed<string[] | undefined> {
   return { ok: true, value: fields as string[] };
 }
 
+/** An epoch as the gateway makes them (base64url), and no longer than this: a client's `since` names one. */
+const EPOCH = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** `since`: where a client resumes a history; absent (or null) is fine, anything but a sound position is not. */
+function parseSince(since: unknown): Parsed<Position | undefined> {
+  if (since === undefined || since === null) return { ok: true, value: undefined };
+  if (isRecord(since) && Number.isSafeInteger(since.offset) && (since.offset as number) >= 0 && typeof since.epoch === 'string' && EPOCH.test(since.epoch)) {
+    return { ok: true, value: { offset: since.offset as number, epoch: since.epoch } };
+  }
+  return fail(ErrorCode.BAD_FRAME, 'since must be {"offset": <a non-negative integer>, "epoch": "<up to 64 of A-Z a-z 0-9 _ ->"}');
+}
+
 /** One REGISTER entry: shape only. `select` may be an array or "a,b" as API Maker accepts both. */
 export function parseOnEvent(entry: unknown, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Parsed<OnEvent> {
   if (!isRecord(entry)) return fail(ErrorCode.BAD_FRAME, 'each onEvents entry must be an object');
@@ -137,6 +149,8 @@ export function parseOnEvent(entry: unknown, limits: FrameLimits = DEFAULT_FRAME
   if (!criteria.ok) return criteria;
   const select = parseSelect(entry.select);
   if (!select.ok) return select;
+  const since = parseSince(entry.since);
+  if (!since.ok) return since;
   const onEvent: OnEvent = {
     eventType,
     apiName: entry.apiName,
@@ -145,6 +159,7 @@ export function parseOnEvent(entry: unknown, limits: FrameLimits = DEFAULT_FRAME
   };
   if (select.value) onEvent.select = select.value;
   if (criteria.value) onEvent.condition = { conditionType: 'RESPONSE', criteria: criteria.value };
+  if (since.value) onEvent.since = since.value;
   return { ok: true, value: onEvent };
 }
 

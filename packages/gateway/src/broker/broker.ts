@@ -5,10 +5,47 @@
  * It also carries control messages (disconnects, revocations, presence queries: src/session/) to every live node
  * or to one, and stores revocations, without reading what they say.
  */
+import type { Position } from '@herald/protocol';
+import type { HistoryConfig } from '../config/schema.ts';
 import type { Route } from '../events/routing.ts';
 
-/** Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData. */
-export type DeliveryHandler = (event: string, eventData: Record<string, unknown>) => void;
+/**
+ * Called on the receiving node for every emit that matched one of its routes. Must not mutate eventData.
+ * `positions`: for an event with history, route key -> the position the emit was given in that route's history;
+ * with them, `json`: eventData as JSON (the broker has it, and the history's notifications are written from it).
+ */
+export type DeliveryHandler = (event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>, json?: string) => void;
+
+/** The events that keep a history, by name (config events.<name>.history). */
+export type Histories = ReadonlyMap<string, HistoryConfig>;
+
+/** One notification of a route's history. */
+export interface HistoryEntry {
+  offset: number;
+  /** The emit's eventData as JSON, as it was stored. */
+  json: string;
+}
+
+/** Why a read of a range did not answer it whole. */
+export type Unrecovered = 'epoch_changed' | 'too_old' | 'capped';
+
+/** A route's history as read (Broker.history). */
+export interface HistoryRead {
+  /** The history's epoch and last offset now (0: nothing appended in this epoch yet). */
+  epoch: string;
+  offset: number;
+  /** The range asked for, in order, when it could be read whole; else empty. */
+  entries: HistoryEntry[];
+  /** Why the range could not be read whole; undefined when it was (or none was asked for). */
+  unrecovered: Unrecovered | undefined;
+}
+
+/** A range of a route's history: the entries after `since` (in its epoch), up to `upTo`, if there are at most `limit`. */
+export interface HistoryRange {
+  since: Position;
+  upTo: number;
+  limit: number;
+}
 
 /** Called on a node for every control message sent to it (broadcast or sendTo), in the order sent from one node. */
 export type ControlHandler = (message: string) => void;
@@ -56,6 +93,12 @@ export interface Broker {
   revoke(subject: string, revokedAt: number, keepMs: number): Promise<void>;
   /** The stored revocations made at or after `since` (ms). Rejects with UNAVAILABLE. */
   revocations(since: number): Promise<Revocation[]>;
+  /**
+   * A route's history (events with history only): its epoch and last offset, and with `range` the entries in it.
+   * A route without history yet gets one (a new epoch), so that the emits after this read agree with it. Rejects
+   * with GatewayError UNAVAILABLE when the fleet cannot be reached.
+   */
+  history(route: Route, range?: HistoryRange): Promise<HistoryRead>;
   /** Stop receiving, and forget this node's routes (in Redis too: a drained node leaves nothing behind). */
   close(): Promise<void>;
 }
@@ -75,4 +118,8 @@ export interface BrokerObserver {
   leanReads(lean: boolean, why: string): void;
   /** A message on this node's channel could not be read or delivered: it is dropped, and nothing else is. */
   undeliverable(error: unknown): void;
+  /** An emit of an event with history was appended to `routes` routes' histories. */
+  historyAppended(routes: number): void;
+  /** An emit's appends failed (the emit is answered 503). */
+  historyAppendFailed(error: Error): void;
 }

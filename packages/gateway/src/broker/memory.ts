@@ -2,14 +2,28 @@
  * The in-process broker: a MemoryBus is the fleet's shared registry, each MemoryBroker one node on it.
  * One node with its own bus is the embedded default; several brokers on one bus let tests run a fleet in one process.
  */
+import type { Position } from '@herald/protocol';
+import type { HistoryConfig } from '../config/schema.ts';
 import { shapeKeyOf, valuesKeyIn, routeKeyOf, type Route } from '../events/routing.ts';
-import type { Broker, ControlHandler, DeliveryHandler, Revocation } from './broker.ts';
+import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from './broker.ts';
+import { MemoryHistories } from './memory-history.ts';
 
 interface Shape {
   fields: readonly string[];
   /** Routes (across nodes) with this shape; the shape is forgotten at zero. */
   routes: number;
 }
+
+/** A shape of an event with history: kept after its last route leaves, for its event's ttlSeconds (see publish). */
+interface StickyShape {
+  fields: readonly string[];
+  /** When its last route left, ms; undefined while a node holds one. */
+  releasedAt: number | undefined;
+}
+
+const NO_HISTORIES: Histories = new Map();
+
+type HistoryObserver = Pick<BrokerObserver, 'historyAppended'>;
 
 export class MemoryBus {
   readonly #handlers = new Map<string, DeliveryHandler>();
@@ -18,9 +32,19 @@ export class MemoryBus {
   readonly #revocations = new Map<string, number>();
   readonly #routes = new Map<string, Set<string>>();
   readonly #shapes = new Map<string, Map<string, Shape>>();
+  readonly #histories: Histories;
+  readonly #logs = new MemoryHistories();
+  /** Per event with history: its shapes, held or left within ttlSeconds. */
+  readonly #sticky = new Map<string, Map<string, StickyShape>>();
 
-  broker(nodeId: string): Broker {
-    return new MemoryBroker(this, nodeId);
+  /** `histories`: the events that keep a history, the same for every node on the bus. */
+  constructor(histories: Histories = NO_HISTORIES) {
+    this.#histories = histories;
+  }
+
+  /** `observer` hears of the histories its emits were appended to. */
+  broker(nodeId: string, observer?: HistoryObserver): Broker {
+    return new MemoryBroker(this, nodeId, observer);
   }
 
   attach(nodeId: string, handler: DeliveryHandler, onControl: ControlHandler = () => {}): void {
@@ -47,6 +71,10 @@ export class MemoryBus {
     const shape = shapes.get(shapeKey);
     if (shape) shape.routes++;
     else shapes.set(shapeKey, { fields: route.fields, routes: 1 });
+    if (!this.#histories.has(route.event)) return;
+    let sticky = this.#sticky.get(route.event);
+    if (!sticky) this.#sticky.set(route.event, (sticky = new Map()));
+    sticky.set(shapeKey, { fields: route.fields, releasedAt: undefined });
   }
 
   remove(nodeId: string, routeKey: string): void {
@@ -57,11 +85,18 @@ export class MemoryBus {
     const shapes = this.#shapes.get(event);
     const shape = shapes?.get(shapeKey);
     if (!shapes || !shape) return;
-    if (--shape.routes === 0) shapes.delete(shapeKey);
+    if (--shape.routes === 0) {
+      shapes.delete(shapeKey);
+      const sticky = this.#sticky.get(event)?.get(shapeKey);
+      if (sticky) sticky.releasedAt = Date.now();
+    }
     if (shapes.size === 0) this.#shapes.delete(event);
   }
 
-  publish(event: string, eventData: Record<string, unknown>): number {
+  /** Answers how many nodes it reached; `observer` hears of the histories it was appended to. */
+  publish(event: string, eventData: Record<string, unknown>, observer?: HistoryObserver): number {
+    const history = this.#histories.get(event);
+    if (history !== undefined) return this.#publishHistory(event, eventData, history, observer);
     const targets = new Set<string>();
     for (const [shapeKey, { fields }] of this.#shapes.get(event) ?? []) {
       const valuesKey = valuesKeyIn(eventData, fields);
@@ -91,15 +126,48 @@ export class MemoryBus {
   revocations(since: number): Revocation[] {
     return [...this.#revocations].filter(([, at]) => at >= since);
   }
+
+  history(route: Route, range: HistoryRange | undefined): HistoryRead {
+    const config = this.#histories.get(route.event);
+    if (config === undefined) throw new Error(`${route.event} keeps no history`);
+    return this.#logs.read(route.key, config, range);
+  }
+
+  /**
+   * An emit of an event with history is appended to its route in every shape the event had within ttlSeconds, held
+   * by a node or not: a client that is away holds no route, and its history is what it comes back for.
+   */
+  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig, observer: HistoryObserver | undefined): number {
+    const positions = new Map<string, Position>();
+    const targets = new Set<string>();
+    let json: string | undefined;
+    const now = Date.now();
+    for (const [shapeKey, sticky] of this.#sticky.get(event) ?? []) {
+      if (sticky.releasedAt !== undefined && now - sticky.releasedAt > history.ttlSeconds * 1000) {
+        this.#sticky.get(event)!.delete(shapeKey);
+        continue;
+      }
+      const valuesKey = valuesKeyIn(eventData, sticky.fields);
+      if (valuesKey === undefined) continue;
+      const routeKey = routeKeyOf(event, shapeKey, valuesKey);
+      positions.set(routeKey, this.#logs.append(routeKey, (json ??= JSON.stringify(eventData)), history));
+      for (const nodeId of this.#routes.get(routeKey) ?? []) targets.add(nodeId);
+    }
+    if (positions.size > 0) observer?.historyAppended(positions.size);
+    for (const nodeId of targets) this.#handlers.get(nodeId)?.(event, eventData, positions, json);
+    return targets.size;
+  }
 }
 
 class MemoryBroker implements Broker {
   readonly nodeId: string;
   readonly #bus: MemoryBus;
+  readonly #observer: HistoryObserver | undefined;
 
-  constructor(bus: MemoryBus, nodeId: string) {
+  constructor(bus: MemoryBus, nodeId: string, observer: HistoryObserver | undefined) {
     this.#bus = bus;
     this.nodeId = nodeId;
+    this.#observer = observer;
   }
 
   ready(): boolean {
@@ -119,7 +187,11 @@ class MemoryBroker implements Broker {
   }
 
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
-    return this.#bus.publish(event, eventData);
+    return this.#bus.publish(event, eventData, this.#observer);
+  }
+
+  async history(route: Route, range?: HistoryRange): Promise<HistoryRead> {
+    return this.#bus.history(route, range);
   }
 
   async broadcast(message: string): Promise<readonly string[]> {

@@ -211,6 +211,30 @@ const code = z
   })
   .strict();
 
+/**
+ * Keep each route's notifications of the event, so that a client that was away (a network blip, a restart, a node
+ * that died) gets what it missed when it comes back with `since` (docs/protocol.md 4.1). Absent: no history, and
+ * emits of the event cost what they did (no Redis command more).
+ */
+const history = z
+  .object({
+    /** Notifications kept per route (at least; Redis trims whole stream nodes, so up to ~100 more). Default 100. */
+    size: z.number().int().min(1).max(100_000).default(100),
+    /** A notification older than this is never replayed; a route with no emit for this long drops its entries. Default 600 s. */
+    ttlSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(600),
+    /**
+     * How long a route's position (its epoch and last offset) outlives its last emit or registration. Past it the
+     * route starts a new epoch: its subscribers are told their history was lost, though nothing may have been.
+     * At least ttlSeconds. Default 7 days (~100 bytes of Redis per route meanwhile).
+     */
+    positionTtlSeconds: z.number().int().min(1).max(365 * 24 * 3600).default(7 * 24 * 3600),
+    /** The most one resume may replay; a client further behind is told `recovered: false`. Default: `size`. */
+    maxReplay: z.number().int().min(1).max(100_000).optional(),
+  })
+  .strict()
+  .refine((h) => h.positionTtlSeconds >= h.ttlSeconds, { message: 'positionTtlSeconds must be at least ttlSeconds', path: ['positionTtlSeconds'] })
+  .transform((h) => ({ ...h, maxReplay: h.maxReplay ?? h.size }));
+
 const event = z
   .object({
     /** Groups whose API users may REGISTER this event / emit it. */
@@ -222,6 +246,7 @@ const event = z
     bind: z.record(z.string().regex(/^[^,|]+$/, 'a criteria field, without "," or "|"'), z.string().min(1)).default({}),
     /** Code that decides, per REGISTER, whether the client may subscribe. */
     canConnect: canConnect.optional(),
+    history: history.optional(),
   })
   .strict();
 
@@ -388,6 +413,7 @@ export const configSchema = z
 
 export type Config = z.infer<typeof configSchema>;
 export type EventConfig = Config['events'][string];
+export type HistoryConfig = NonNullable<EventConfig['history']>;
 export type TokenGeneratorConfig = Config['tokenGenerators'][string];
 export type InstanceConfig = Config['instances'][string];
 export type CollectionConfig = InstanceConfig['databases'][string]['collections'][string];

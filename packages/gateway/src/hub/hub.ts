@@ -6,14 +6,20 @@
  *   -> sessions
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
+ *
+ * A route of an event with history (config events.<name>.history) has a RouteHistory, which lets its notifications
+ * through once each and in order, and its sessions resume: see #resume and resumes.ts.
  */
-import { CloseCode, encodeNotification, EventType, type OnEvent, type ValidOnEvent } from '@herald/protocol';
-import type { Broker } from '../broker/broker.ts';
+import { CloseCode, encodeNotification, EventType, type OnEvent, type Position, type ValidOnEvent } from '@herald/protocol';
+import type { Broker, Histories } from '../broker/broker.ts';
+import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
 import { CoalescedWrites, textFrame } from '../transport/frames.ts';
+import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
+import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
 
 /**
@@ -38,6 +44,32 @@ interface Bucket {
   registering: Promise<void> | undefined;
 }
 
+/** A route of an event with history: a bucket of its own class, so that the others carry none of this. */
+class HistoryBucket implements Bucket {
+  readonly route: Route;
+  subscriptions: Few<Subscription> = undefined;
+  registering: Promise<void> | undefined = undefined;
+  readonly history: RouteHistory<HistoryBucket>;
+  readonly config: HistoryConfig;
+  /** Entries let through, waiting for the fan-out of those before them (a route of many sessions fans out in chunks). */
+  backlog: Outgoing[] = [];
+  sending = false;
+
+  constructor(route: Route, config: HistoryConfig, host: RouteHistoryHost<HistoryBucket>) {
+    this.route = route;
+    this.config = config;
+    this.history = new RouteHistory(host, this, config.size);
+  }
+}
+
+/** One entry of a route's history on its way to the route's sessions, as they were when it was let through. */
+interface Outgoing {
+  position: Position;
+  sends: Array<{ subscription: Subscription; frame: Buffer; sessions: Session[] }>;
+}
+
+const isHistoryBucket = (bucket: Bucket): bucket is HistoryBucket => bucket instanceof HistoryBucket;
+
 interface Shape {
   /** The event's name and field names as first seen: every route the shape holds shares these strings. */
   readonly event: string;
@@ -53,6 +85,8 @@ export interface HubOptions {
   metrics: Metrics;
   /** Counts and logs an unexpected throw the hub contained. */
   contain: Contain;
+  /** The events that keep a history. */
+  histories: Histories;
   maxSubscriptionsPerConnection: number;
   maxBufferedBytes: number;
   fanOutChunk: number;
@@ -65,10 +99,39 @@ export class Hub {
   readonly #metrics: Metrics;
   /** Notifications to one client within a turn of the event loop leave in one system call. */
   readonly #out = new CoalescedWrites();
+  readonly #resumes: Resumes;
+  /** What every route of an event with history asks of the hub. */
+  readonly #routeHistories: RouteHistoryHost<HistoryBucket>;
 
   constructor(options: HubOptions) {
     this.#options = options;
     this.#metrics = options.metrics;
+    const metrics = options.metrics;
+    this.#routeHistories = {
+      read: (bucket, range) => options.broker.history(bucket.route, range),
+      // Called from a history read's settlement too, where a throw would be an unhandled rejection: contained here.
+      next: (bucket, entry) => {
+        try {
+          this.#letThrough(bucket, entry);
+        } catch (error) {
+          options.contain('fan_out', error);
+        }
+      },
+      duplicate: () => metrics.historyDuplicates.inc(),
+      gap: (filled) => metrics.historyGapFills.inc({ result: filled ? 'filled' : 'lost' }),
+      overflow: () => metrics.drops.inc({ reason: 'history_held' }),
+    };
+    this.#resumes = new Resumes({
+      write: (session, frame) => {
+        if (this.send(session, frame, 'notification')) this.#metrics.notificationsOut.inc();
+      },
+      overflow: (session) => {
+        this.#metrics.drops.inc({ reason: 'slow_client' });
+        this.shed(session);
+      },
+      duplicate: () => this.#metrics.historyDuplicates.inc(),
+      maxBufferedBytes: options.maxBufferedBytes,
+    });
   }
 
   open(session: Session): void {
@@ -85,6 +148,7 @@ export class Hub {
     this.#metrics.connections.dec();
     for (const subscription of membersOf(session.subscriptions)) this.#leave(session, subscription);
     session.subscriptions = undefined;
+    if (this.#resumes.size > 0) this.#resumes.forget(session);
   }
 
   /**
@@ -99,7 +163,8 @@ export class Hub {
     const existing = session.subscription(eventId);
     if (existing) {
       await existing.bucket.registering;
-      return { ...onEvent, eventId };
+      const held = isHistoryBucket(existing.bucket) ? existing.bucket.history.position : undefined;
+      return { ...validOf(onEvent, eventId), ...held };
     }
     if (session.subscriptionCount >= this.#options.maxSubscriptionsPerConnection) {
       throw new GatewayError(
@@ -107,8 +172,24 @@ export class Hub {
         `a connection may hold at most ${this.#options.maxSubscriptionsPerConnection} subscriptions`,
       );
     }
-    await this.#join(session, route, eventId, onEvent).bucket.registering;
-    return { ...onEvent, eventId };
+    const subscription = this.#join(session, route, eventId, onEvent);
+    const { bucket } = subscription;
+    if (!isHistoryBucket(bucket)) {
+      await bucket.registering;
+      return validOf(onEvent, eventId);
+    }
+    // From here its frames are held, and those after its position as of now follow the reply: the route's position
+    // now, or, for a route still being read, the position read (what comes after is held until then).
+    this.#resumes.hold(session, subscription);
+    const { history } = bucket;
+    const joinedAt = history.known ? history.position : undefined;
+    await bucket.registering;
+    return this.#resume(session, subscription, bucket, onEvent, joinedAt ?? history.start);
+  }
+
+  /** A REGISTER reply was written to the session: what its REGISTERs of events with history held for it follows. */
+  replied(session: Session): void {
+    if (this.#resumes.size > 0) this.#resumes.replied(session);
   }
 
   /** Connections here holding a subscription to `event` (its route's event name), each counted once: presence. */
@@ -134,9 +215,12 @@ export class Hub {
   /**
    * Fan an emit out to the local subscribers it matches. Large fan-outs yield every `fanOutChunk` writes. Nothing it
    * meets ends more than this emit: a throw (eventData that cannot be serialised slipped past the door) is counted.
+   * `positions`: an event with history's, per route key: each route's history lets it through in order (`json`:
+   * eventData as JSON, when the broker has it).
    */
-  deliver(event: string, eventData: Record<string, unknown>): void {
+  deliver(event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>, json?: string): void {
     const start = performance.now();
+    if (positions !== undefined) return this.#deliverPositioned(event, eventData, positions, json, start);
     this.#metrics.deliveriesIn.inc();
     let matched: Subscription[];
     try {
@@ -200,6 +284,7 @@ export class Hub {
   }
 
   #leave(session: Session, subscription: Subscription): void {
+    if (this.#resumes.size > 0) this.#resumes.forget(session, subscription);
     const before = sizeOf(subscription.sessions);
     subscription.sessions = removeFrom(subscription.sessions, session);
     if (sizeOf(subscription.sessions) === before) return;
@@ -221,8 +306,10 @@ export class Hub {
       // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
       // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
       const held: Route = { ...route, event: shape.event, fields: shape.fields };
-      const created: Bucket = { route: held, subscriptions: undefined, registering: undefined };
-      created.registering = this.#options.broker.addRoute(held).then(() => {
+      const config = this.#options.histories.get(route.event);
+      const created: Bucket = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : new HistoryBucket(held, config, this.#routeHistories);
+      const added = this.#options.broker.addRoute(held);
+      created.registering = (isHistoryBucket(created) ? this.#begin(created, added) : added).then(() => {
         created.registering = undefined;
       });
       bucket = created;
@@ -230,6 +317,132 @@ export class Hub {
       this.#metrics.routes.inc();
     }
     return bucket;
+  }
+
+  /** Once the route is registered (emits after it reach this node), its position is read: deliveries wait for it. */
+  #begin(bucket: HistoryBucket, added: Promise<void>): Promise<void> {
+    return added
+      .then(() => this.#options.broker.history(bucket.route))
+      .then((read) => bucket.history.begin(read), () => bucket.history.begin(undefined));
+  }
+
+  /**
+   * The reply to a REGISTER entry of an event with history, with the route's position `at` when the session joined
+   * (its frames after it are held, and follow the reply), and with `since` the replay of what the client missed up to
+   * it; both are written once the reply is (Resumes).
+   */
+  async #resume(session: Session, subscription: Subscription, bucket: HistoryBucket, onEvent: OnEvent, at: Position | undefined): Promise<ValidOnEvent> {
+    const valid = validOf(onEvent, subscription.eventId);
+    if (at !== undefined) Object.assign(valid, at);
+    const { since } = onEvent;
+    if (since === undefined) {
+      this.#resumes.ready(session, subscription, [], at);
+      return valid;
+    }
+    const { result, entries, floor } = await this.#missed(bucket, since, at);
+    this.#metrics.historyRecoveries.inc({ result });
+    valid.recovered = result === 'recovered';
+    const replay = entries.map((entry) => this.#frameOf(subscription, entry, { offset: entry.offset, epoch: entry.epoch }));
+    this.#metrics.historyReplayed.inc(replay.length);
+    this.#resumes.ready(session, subscription, replay, floor ?? at);
+    return valid;
+  }
+
+  /**
+   * What a client missed after `since`, up to the route's position `at`, read from its history: whole, or why not.
+   * A client ahead of this node (it had them from another node, which got them first) is not sent them again
+   * (`floor`), unless its position is one the history never reached: Redis lost its last appends, and their offsets
+   * will name other notifications.
+   */
+  async #missed(bucket: HistoryBucket, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[]; floor?: Position }> {
+    const none: RouteEntry[] = [];
+    if (at === undefined) return { result: 'unavailable', entries: none };
+    if (since.epoch !== at.epoch) return { result: 'epoch_changed', entries: none };
+    const missed = at.offset - since.offset;
+    const limit = bucket.config.maxReplay;
+    if (missed > limit) return { result: 'capped', entries: none };
+    try {
+      if (missed <= 0) {
+        const now = missed === 0 ? at : await this.#options.broker.history(bucket.route);
+        const reached = now.epoch === since.epoch && now.offset >= since.offset;
+        return reached ? { result: 'recovered', entries: none, floor: since } : { result: 'epoch_changed', entries: none };
+      }
+      const read = await this.#options.broker.history(bucket.route, { since, upTo: at.offset, limit });
+      if (read.unrecovered !== undefined) return { result: read.unrecovered, entries: none };
+      return { result: 'recovered', entries: read.entries.map(({ offset, json }) => ({ offset, epoch: at.epoch, json })) };
+    } catch {
+      return { result: 'unavailable', entries: none };
+    }
+  }
+
+  /** An emit of an event with history: each route's history lets it through in order (or holds it, or drops it). */
+  #deliverPositioned(
+    event: string,
+    eventData: Record<string, unknown>,
+    positions: ReadonlyMap<string, Position>,
+    json: string | undefined,
+    start: number,
+  ): void {
+    this.#metrics.deliveriesIn.inc();
+    const shapes = this.#events.get(event);
+    if (!shapes) return;
+    const plain: Subscription[] = [];
+    try {
+      for (const [routeKey, { offset, epoch }] of positions) {
+        const bars = routeKey.indexOf('|');
+        const values = routeKey.indexOf('|', bars + 1);
+        const bucket = shapes.get(routeKey.slice(bars + 1, values))?.buckets.get(routeKey.slice(values + 1));
+        if (bucket === undefined) continue;
+        if (isHistoryBucket(bucket)) bucket.history.arrive({ offset, epoch, eventData, json });
+        // A node configured without this event's history (the fleet's configs differ): delivered as any emit.
+        else for (const subscription of membersOf(bucket.subscriptions)) plain.push(subscription);
+      }
+    } catch (error) {
+      return this.#options.contain('fan_out', error);
+    }
+    if (plain.length > 0) this.#fanOut(this.#writes(plain, eventData), start);
+  }
+
+  /** The route's next entry, to the sessions it has now, after the entries before it. */
+  #letThrough(bucket: HistoryBucket, entry: RouteEntry): void {
+    const position = { offset: entry.offset, epoch: entry.epoch };
+    const sends: Outgoing['sends'] = [];
+    for (const subscription of membersOf(bucket.subscriptions)) {
+      sends.push({ subscription, frame: this.#frameOf(subscription, entry, position), sessions: [...membersOf(subscription.sessions)] });
+    }
+    if (sends.length === 0) return;
+    bucket.backlog.push({ position, sends });
+    if (bucket.sending) return;
+    bucket.sending = true;
+    this.#fanOut(this.#backlogWrites(bucket), performance.now());
+  }
+
+  /** Ends with the route free to send again, also when a contained throw ends it early (the rest stays queued). */
+  *#backlogWrites(bucket: HistoryBucket): Generator<boolean> {
+    try {
+      for (let next = bucket.backlog.shift(); next !== undefined; next = bucket.backlog.shift()) {
+        for (const { subscription, frame, sessions } of next.sends) {
+          for (const session of sessions) {
+            yield this.#resumes.size > 0 && this.#resumes.offer(session, subscription, frame, next.position)
+              ? false
+              : this.send(session, frame, 'notification');
+          }
+        }
+      }
+    } finally {
+      bucket.sending = false;
+    }
+  }
+
+  /** A subscription's NOTIFICATION of a history entry, with its position. */
+  #frameOf(subscription: Subscription, entry: RouteEntry, position: Position): Buffer {
+    let json: string | undefined;
+    if (subscription.getEventData) {
+      json = subscription.select
+        ? JSON.stringify(project((entry.eventData ??= JSON.parse(entry.json!) as Record<string, unknown>), subscription.select))
+        : (entry.json ??= JSON.stringify(entry.eventData));
+    }
+    return textFrame(encodeNotification(subscription.eventId, subscription.eventType, json, position));
   }
 
   #dropBucket({ route }: Bucket): void {
@@ -278,9 +491,16 @@ export class Hub {
     setImmediate(() => this.#fanOut(writes, start));
   }
 
-  /** Close a client that does not read fast enough, before its unsent data grows the node's memory. */
+  /** Close a client that does not read fast enough, before its unsent data (or what is held for it) grows the node's memory. */
   shed(session: Session): void {
     this.close(session);
     session.socket.close(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
   }
+}
+
+/** The reply's entry: the entry as the node understood it, without `since`, and its eventId. */
+function validOf(onEvent: OnEvent, eventId: string): ValidOnEvent {
+  if (onEvent.since === undefined) return { ...onEvent, eventId };
+  const { since: _, ...asked } = onEvent;
+  return { ...asked, eventId };
 }

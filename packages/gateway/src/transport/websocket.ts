@@ -288,10 +288,14 @@ export class WebSocketTransport implements SessionHandler {
     this.#options.sessions.opened(session);
   }
 
-  /** A reply is one buffer (frames.ts), written within the client's send bound like a notification. */
+  /**
+   * A reply is one buffer (frames.ts), written within the client's send bound like a notification. Then what the hub
+   * held for the reply to go first (an event with history's replay and notifications) follows it.
+   */
   #reply(session: Session, frame: string, errors: readonly WireError[]): void {
     for (const { code } of errors) this.#options.metrics.refusals.inc({ code });
     this.#options.hub.send(session, textFrame(frame), 'reply');
+    this.#options.hub.replied(session);
   }
 
   /** New tokens for the connection (session/local.ts); its subscriptions stay as they are. */

@@ -28,6 +28,8 @@ function watcher() {
     writeFailed: () => fire('writeFailed'),
     leanReads() {},
     undeliverable: () => fire('undeliverable'),
+    historyAppended() {},
+    historyAppendFailed() {},
   };
   const next = (kind: 'resynced' | 'swept' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };

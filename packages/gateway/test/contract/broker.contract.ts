@@ -5,8 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { Broker, ControlHandler, DeliveryHandler } from '../../src/broker/broker.ts';
+import type { Position } from '@herald/protocol';
+import type { Broker, ControlHandler, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
+import { historyContract } from './broker-history.contract.ts';
+
+/** The events with history every fleet of the contract is made with (as node.ts passes config events.<name>.history). */
+export const CONTRACT_HISTORIES: Histories = new Map([
+  ['kept', { size: 5, ttlSeconds: 60, positionTtlSeconds: 3600, maxReplay: 5 }],
+  ['kept-briefly', { size: 100, ttlSeconds: 1, positionTtlSeconds: 3600, maxReplay: 100 }],
+]);
 
 export interface Fleet {
   brokers: [Broker, Broker, Broker];
@@ -17,6 +25,7 @@ export interface Fleet {
 interface Delivery {
   event: string;
   eventData: Record<string, unknown>;
+  positions?: ReadonlyMap<string, Position>;
 }
 
 const SENTINEL = 'contract-sentinel';
@@ -26,11 +35,12 @@ const WAIT_MS = 2000;
 const CONTROL = '(control)';
 
 /** What one node received, and a way to wait for more. */
-class Inbox {
+export class Inbox {
   readonly received: Delivery[] = [];
   readonly #waiters = new Set<() => void>();
 
-  readonly handler: DeliveryHandler = (event, eventData) => this.#got({ event, eventData });
+  readonly handler: DeliveryHandler = (event, eventData, positions) =>
+    this.#got(positions === undefined ? { event, eventData } : { event, eventData, positions });
 
   readonly control: ControlHandler = (message) => this.#got({ event: CONTROL, eventData: { message } });
 
@@ -278,5 +288,7 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       await c.revoke('person:customers:ED', now, 60_000);
       assert.deepEqual(sorted(await a.revocations(0)), [['person:customers:ED', now], ['person:customers:NICK', now]]);
     });
+
+    describe('events with history', () => historyContract({ brokers: () => [a, b, c], inbox }));
   });
 }

@@ -5,9 +5,9 @@ import type { BrokerObserver } from '../../src/broker/broker.ts';
 import { RedisBroker } from '../../src/broker/redis/broker.ts';
 import type { RedisTarget } from '../../src/broker/redis/connection.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
-import { brokerContract } from './broker.contract.ts';
+import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
-const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, undeliverable() {} };
+const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {} };
 
 /**
  * Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. Two route buckets:
@@ -17,7 +17,7 @@ function fleetOn(target: () => RedisTarget) {
   return async () => {
     const keyPrefix = `t${randomBytes(4).toString('hex')}`;
     const make = (nodeId: string) =>
-      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2 });
+      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2, histories: CONTRACT_HISTORIES });
     const brokers = [make('node-a'), make('node-b'), make('node-c')] as const;
     return {
       brokers: [...brokers] as [RedisBroker, RedisBroker, RedisBroker],

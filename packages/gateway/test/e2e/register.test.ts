@@ -168,6 +168,7 @@ describe('a client that leaves before its REGISTER is answered', () => {
         await memory.removeRoute(route);
       },
       publish: (event, eventData) => memory.publish(event, eventData),
+      history: (route, range) => memory.history(route, range),
       close: () => memory.close(),
     };
     const gated = await startNode(() => {}, { broker });

@@ -9,12 +9,7 @@ import { HeraldClient, type Notification } from '../../../client/src/index.ts';
 import { keyspace } from '../../src/broker/redis/keys.ts';
 import { apiToken, emit, personToken, type HttpTarget } from '../support/gateway.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
-import { nodeMetric, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
-
-const PEOPLE = [
-  ['PENELOPE', 'GUINESS'], ['NICK', 'WAHLBERG'], ['ED', 'CHASE'], ['JENNIFER', 'DAVIS'], ['JOHNNY', 'LOLLOBRIGIDA'],
-  ['BETTE', 'NICHOLSON'], ['GRACE', 'MOSTEL'], ['MATTHEW', 'JOHANSSON'], ['JOE', 'SWANK'],
-] as const;
+import { nodeMetric, PEOPLE, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
 
 let redis: RedisServer;
 let fleet: Fleet;

@@ -50,6 +50,7 @@ test('revoked tokens are refused by every node, one restarted after the revocati
   const revoked = await control(fleet.nodes[0]!, 'revoke', NICK, api);
   assert.equal(revoked.body.data.nodes, 3);
   for (const client of open) assert.equal((await client.closed).code, CloseCode.TOKEN_REVOKED);
+  fleet.nodes[2]!.child.kill('SIGTERM');
   await fleet.restart(2);
   for (const node of fleet.nodes) {
     const refused = TestSocket.open(at(node), api, old);

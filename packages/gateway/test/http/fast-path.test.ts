@@ -36,6 +36,7 @@ function failingBroker(nodeId: string): Broker & { down: boolean } {
     publish(event, eventData) {
       return this.down ? Promise.reject(new GatewayError('UNAVAILABLE', "the fleet's Redis is unreachable")) : inner.publish(event, eventData);
     },
+    history: (route, range) => inner.history(route, range),
     close: () => inner.close(),
   };
 }

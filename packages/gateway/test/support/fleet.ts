@@ -15,6 +15,12 @@ import { freePort } from './redis.ts';
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const HAPROXY_TEMPLATE = new URL('../../../../infra/haproxy/haproxy.cfg.tmpl', import.meta.url).pathname;
 
+/** The people of the default data set, as [first name, last name] (their login): customer_id i + 1 at index i. */
+export const PEOPLE = [
+  ['PENELOPE', 'GUINESS'], ['NICK', 'WAHLBERG'], ['ED', 'CHASE'], ['JENNIFER', 'DAVIS'], ['JOHNNY', 'LOLLOBRIGIDA'],
+  ['BETTE', 'NICHOLSON'], ['GRACE', 'MOSTEL'], ['MATTHEW', 'JOHANSSON'], ['JOE', 'SWANK'],
+] as const;
+
 export interface FleetNode {
   id: string;
   port: number;
@@ -29,8 +35,11 @@ export interface Fleet {
   /** The load balancer. */
   http: string;
   ws: string;
-  /** Drain node `i` (SIGTERM), then start it again under the same id and port; answers the new process. */
-  restart(i: number): Promise<FleetNode>;
+  /**
+   * A new process for node `at` on its port (HAProxy knows it there), in its place in `nodes`: once the old one has
+   * exited, or (`successorFirst`, the config's server.reusePort) beside it, ready before the old one is told to go.
+   */
+  restart(at: number, how?: { successorFirst?: boolean }): Promise<FleetNode>;
   stop(): Promise<void>;
 }
 
@@ -55,12 +64,21 @@ function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
   return file;
 }
 
+/**
+ * A node process; ready once it says it listens (its port may be shared with the node it succeeds, whose /readyz
+ * would answer too).
+ */
 async function startNode(id: string, config: string, redisUrl: string, port?: number): Promise<FleetNode> {
   port ??= await freePort();
-  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'warn' };
-  const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'info' };
+  const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited };
+  let out = '';
+  const listening = new Promise<void>((resolve) => child.stdout!.on('data', (chunk) => (out += chunk).includes('herald gateway listening') && resolve()));
+  await Promise.race([listening, exited.then((code) => Promise.reject(new Error(`${id} exited (${code}) before it listened: ${out}`)))]);
+  child.stdout!.removeAllListeners('data');
+  child.stdout!.resume();
   await until(() => ok(`${node.http}/readyz`), `${id} to be ready`);
   return node;
 }
@@ -89,18 +107,22 @@ export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawC
   const config = writeConfig(dir, adjust);
   const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, redisUrl)));
   const haproxy = await startHaproxy(dir, nodes);
+  const gone: FleetNode[] = [];
   return {
     nodes,
     http: `http://127.0.0.1:${haproxy.port}`,
     ws: `ws://127.0.0.1:${haproxy.port}`,
-    async restart(i) {
-      const old = nodes[i]!;
-      old.child.kill('SIGTERM');
-      await old.exited;
-      nodes[i] = await startNode(old.id, config, redisUrl, old.port);
-      return nodes[i];
+    async restart(at, { successorFirst = false } = {}) {
+      const old = nodes[at]!;
+      gone.push(old);
+      if (!successorFirst) await old.exited;
+      // Beside the old one, a node of its own: two live nodes may not share an id (each would take the other's messages).
+      const successor = await startNode(successorFirst ? `${old.id}-next` : old.id, config, redisUrl, old.port);
+      nodes[at] = successor;
+      return successor;
     },
     async stop() {
+      nodes.push(...gone.splice(0));
       haproxy.child.kill('SIGKILL');
       for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
       await Promise.all([once(haproxy.child, 'exit'), ...nodes.map((node) => node.exited)]);

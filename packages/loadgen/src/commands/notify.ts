@@ -81,7 +81,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
   // Paced broadcasts are told apart at the listeners, so that each one's last told can be reported.
   const tallyEmits = options.broadcast && options.rate !== undefined;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits }, options.perWorker);
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();
@@ -166,7 +166,15 @@ function result(
   };
   if (final.emits.length > 0) addPerEmit(body, summary, final);
   if (options.reconnect) addReconnect(body, summary, final);
+  if (options.resume) addHistory(body, summary, final);
   return { body, summary };
+}
+
+/** --resume: what the returning listeners' histories did; repeats were dropped, so `received` counts each once. */
+function addHistory(body: ReportBody, summary: string[], final: PoolSnapshot): void {
+  const { duplicate = 0, skipped = 0, recovered = 0, unrecovered = 0 } = final.history;
+  Object.assign(body.counts, { duplicates: duplicate, skipped, recovered, unrecovered });
+  summary.push(`resume: ${count(recovered)} recovered, ${count(unrecovered)} not; ${count(duplicate)} repeats dropped, ${count(skipped)} gaps in the offsets`);
 }
 
 function addPerEmit(body: ReportBody, summary: string[], final: PoolSnapshot): void {

@@ -6,15 +6,18 @@
  * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
  */
 import { isRecord } from '@herald/protocol';
+import type { HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
-import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Revocation } from '../broker.ts';
+import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel, controlText, isControlMessage } from './control.ts';
+import { HistoryEmits } from './history-emits.ts';
+import { RedisHistories } from './history.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
-import { ShapeIndex } from './shapes.ts';
+import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
 import { WriteQueue, type Write } from './write-queue.ts';
 
 /**
@@ -25,22 +28,7 @@ import { WriteQueue, type Write } from './write-queue.ts';
  */
 const REMOVAL_DELAY_MS = 10;
 
-/** A criteria shape as Redis holds it (its key: the sorted field names, joined by ","), with its fields. */
-interface Shape {
-  key: string;
-  fields: readonly string[];
-}
-
-const NO_SHAPES: readonly Shape[] = [];
-
-const shapeOf = (key: string): Shape => ({ key, fields: key === '' ? [] : key.split(',') });
-
-/** Whether a read of an event's shapes found those of its last emit, in the same order (as a set's usually are). */
-function sameShapes(shapes: readonly Shape[], keys: readonly string[]): boolean {
-  if (shapes.length !== keys.length) return false;
-  for (let i = 0; i < keys.length; i++) if (shapes[i]!.key !== keys[i]) return false;
-  return true;
-}
+const NO_HISTORIES: Histories = new Map();
 
 export interface RedisBrokerOptions {
   target: RedisTarget;
@@ -51,6 +39,8 @@ export interface RedisBrokerOptions {
   /** Hashes the routes are spread over (config redis.routeBuckets); the same on every node of a fleet. */
   routeBuckets: number;
   keyPrefix?: string;
+  /** The events that keep a history (config events.<name>.history); the same on every node of a fleet. */
+  histories?: Histories;
 }
 
 export class RedisBroker implements Broker {
@@ -66,6 +56,9 @@ export class RedisBroker implements Broker {
   readonly #shapesSeen = new Map<string, readonly Shape[]>();
   /** Each event's read of its shapes while the batch it leaves in is unsent: the emits of one turn share it. */
   readonly #shapeReads = new Map<string, { batch: number; shapes: Promise<string[]> }>();
+  readonly #histories: Histories;
+  readonly #historyStore: RedisHistories;
+  readonly #historyEmits: HistoryEmits;
   readonly #lease: Lease;
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
   readonly #writes = new WriteQueue((error) => {
@@ -88,8 +81,19 @@ export class RedisBroker implements Broker {
     this.#observer = options.observer;
     this.#keys = keyspace(options.keyPrefix);
     this.#connection = connect(options.target, (lean, why) => options.observer.leanReads(lean, why));
-    this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys);
+    this.#histories = options.histories ?? NO_HISTORIES;
+    this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys, this.#histories, options.leaseMs);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
+    this.#historyStore = new RedisHistories(this.#connection.commands, this.#connection.reads, this.#keys);
+    this.#historyEmits = new HistoryEmits({
+      connection: this.#connection,
+      keys: this.#keys,
+      nodeId: this.nodeId,
+      store: this.#historyStore,
+      registry: this.#registry,
+      observer: this.#observer,
+      deliver: (...delivery) => this.#onDelivery(...delivery),
+    });
     this.#lease = new Lease({
       connection: this.#connection,
       keys: this.#keys,
@@ -161,6 +165,8 @@ export class RedisBroker implements Broker {
    * What counts is still the shapes read now, so the answer is the one two round trips in a row would give.
    */
   async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
+    const history = this.#histories.get(event);
+    if (history !== undefined) return this.#publishHistory(event, eventData, history);
     const redis = this.#connection.commands;
     try {
       const guessed = this.#shapesSeen.get(event) ?? NO_SHAPES;
@@ -193,6 +199,23 @@ export class RedisBroker implements Broker {
       return nodes.size;
     } catch (error) {
       throw unreachable(error);
+    }
+  }
+
+  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
+    return this.#historyEmits.publish(event, eventData, history).catch((error: Error) => {
+      this.#observer.historyAppendFailed(error);
+      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${error.message}`);
+    });
+  }
+
+  async history(route: Route, range?: HistoryRange): Promise<HistoryRead> {
+    const history = this.#histories.get(route.event);
+    if (history === undefined) throw new Error(`${route.event} keeps no history`);
+    try {
+      return await this.#historyStore.read(route.key, history, range);
+    } catch (error) {
+      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${(error as Error).message}`);
     }
   }
 
@@ -259,6 +282,7 @@ export class RedisBroker implements Broker {
   #receive(message: Buffer): void {
     try {
       if (isControlMessage(message)) return this.#onControl(controlText(message));
+      if (this.#historyEmits.receive(message)) return;
       const newline = message.indexOf(10);
       if (newline < 0) throw new Error('a message on the node channel has no event line');
       const event = message.toString('utf8', 0, newline);

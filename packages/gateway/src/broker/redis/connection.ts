@@ -74,7 +74,7 @@ export function connect(target: RedisTarget, onLeanReads?: LeanReadsListener): C
       redisOptions: { maxRetriesPerRequest: 1 },
     });
     // The cluster client keeps sharded subscribers of its own, one per master.
-    return connection(cluster, cluster, readsThrough(cluster));
+    return connection(cluster, cluster, readsThrough(cluster, false));
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.

@@ -1,8 +1,9 @@
 /**
- * The Redis keyspace. Every write is idempotent (set members, hash fields, bits; never counters), so a node can
- * write its whole state again at any time (after Redis restarts empty, or after failed writes) without double
- * counting. Every key carries a hash tag, so a Redis Cluster spreads route buckets over its slots, while a
- * node's own keys and channel share one slot (its state is removed in O(its own keys), on one shard).
+ * The Redis keyspace. Every registry write is idempotent (set members, hash fields, bits; never counters), so a node
+ * can write its whole state again at any time (after Redis restarts empty, or after failed writes) without double
+ * counting (the histories' counters are no registry: a lost one means a new epoch, history.ts). Every key carries a
+ * hash tag, so a Redis Cluster spreads route buckets over its slots, while a node's own keys and channel share one
+ * slot (its state is removed in O(its own keys), on one shard).
  *
  * | key                          | type       | holds                                                        |
  * |------------------------------|------------|--------------------------------------------------------------|
@@ -15,9 +16,19 @@
  * | gw:{config}:routeBuckets     | string     | the fleet's bucket count: every node must use the same       |
  * | gw:{revocations}             | sorted set | subject -> when its tokens were revoked, ms (control.ts)     |
  * | channel gw:node:{<nodeId>}   | sharded    | emits and control messages for that node (SPUBLISH / SSUBSCRIBE) |
+ * | gw:hist:{<routeKey>}         | stream     | a history event's route: its last notifications, IDs <offset>-0 |
+ * | gw:hmeta:{<routeKey>}        | hash       | that route's position: s = last offset, e = epoch            |
+ * | gw:hshapes:{<event>}         | sorted set | a history event's shapes -> when a node last held one, ms    |
  *
  * A route's bucket is bucketOf(routeKey, routeBuckets): many routes share one small hash, which Redis keeps as a
  * listpack (no per-route key, no per-route dict entry). See routes.ts.
+ *
+ * A route's history and position are changed together by one script (history.ts), so they must share a slot. A hash
+ * tag is the text between the first "{" and the first "}" after it. Both keys are "<brace-free prefix>{<routeKey>}",
+ * so in both the first "{" is the one after the prefix, and the tag runs to the first "}" at or after the start of
+ * the route key: the same text in both, whatever braces the route key holds (criteria values are clients' strings).
+ * It is never empty (an empty tag would hash the whole key, which differs): a route key starts with its event name,
+ * which is never empty and holds no "}". Events without history have none of these keys.
  */
 
 /** Joins the ids of a route's nodes in its bucket's field; node ids may not contain it (config/schema.ts). */
@@ -33,6 +44,9 @@ export interface Keyspace {
   readonly routeBuckets: string;
   readonly revocations: string;
   channel(nodeId: string): string;
+  history(routeKey: string): string;
+  historyPosition(routeKey: string): string;
+  historyShapes(event: string): string;
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
@@ -53,6 +67,9 @@ export function keyspace(prefix = 'gw'): Keyspace {
     routeBuckets: `${prefix}:{config}:routeBuckets`,
     revocations: `${prefix}:{revocations}`,
     channel: (nodeId) => `${prefix}:node:{${nodeId}}`,
+    history: (routeKey) => `${prefix}:hist:{${routeKey}}`,
+    historyPosition: (routeKey) => `${prefix}:hmeta:{${routeKey}}`,
+    historyShapes: (event) => `${prefix}:hshapes:{${event}}`,
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The emit's two reads (SMEMBERS of an event's shapes, HGET of a route's bucket), which every emit makes and
- * nothing else in the node makes as often. With one redis-server they go on a connection of their own that speaks
+ * nothing else in the node makes as often; and those of an emit of an event with history (ZRANGE of its sticky
+ * shapes, EVALSHA of an append to a route's history), all of an emit's commands on one connection. With one redis-server they go on a connection of their own that speaks
  * just enough RESP for them: through ioredis an HGET cost the node 3.5-5.3 µs of CPU (a Command, its argument
  * array, a promise and callback, a string per chunk of the batch's writev), here 1.6-2.1 µs (one string written
  * per batch, replies parsed straight from the socket's buffer; 120,000 HGETs in turns of 60, three rounds each, the
@@ -13,8 +14,20 @@ import { connect as connectTls } from 'node:tls';
 import type { Commands } from './connection.ts';
 
 export interface Reads {
+  /**
+   * Whether commands sent here run in the order sent (one redis-server, one connection): a read sent after a
+   * script sees what the script did. Not on a Cluster, whose keys live on different shards.
+   */
+  readonly inOrder: boolean;
   hget(key: string, field: string): Promise<string | null>;
   smembers(key: string): Promise<string[]>;
+  /** A sorted set's members, lowest score first (an event with history's sticky shapes). */
+  zrange(key: string): Promise<string[]>;
+  /**
+   * A script by its SHA1; rejects with Redis's NOSCRIPT error when Redis does not hold it (it restarted since the
+   * script was last run with EVAL): the caller runs it through ioredis then, which loads it again.
+   */
+  evalsha(sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown>;
   /**
    * The number of the batch that a read made now would leave in, while that batch is unsent; undefined when there
    * is no such batch (a Cluster; this connection down). Two reads of one key in one unsent batch answer the same:
@@ -32,11 +45,14 @@ export interface Reads {
  */
 export type LeanReadsListener = (lean: boolean, why: string) => void;
 
-/** The reads through ioredis alone (a Redis Cluster: each read goes to its key's shard). */
-export function readsThrough(commands: Commands): Reads {
+/** The reads through ioredis alone: a Redis Cluster's (each read goes to its key's shard), or one connection's. */
+export function readsThrough(commands: Commands, inOrder: boolean): Reads {
   return {
+    inOrder,
     hget: (key, field) => commands.hget(key, field),
     smembers: (key) => commands.smembers(key),
+    zrange: (key) => commands.zrange(key, '0', '-1'),
+    evalsha: (sha, keys, args) => commands.evalsha(sha, keys.length, ...keys, ...args),
     unsentBatch: () => undefined,
     whenReady: () => Promise.resolve(),
     close: () => {},
@@ -64,14 +80,16 @@ export function readsFor(url: string, commands: Commands, listener: LeanReadsLis
   try {
     parsed = new URL(url);
   } catch {
-    return readsThrough(commands);
+    return readsThrough(commands, true);
   }
   const plain = (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.hostname !== '' && parsed.search === '';
-  return plain ? new RespReads(parsed, commands, listener) : readsThrough(commands);
+  return plain ? new RespReads(parsed, commands, listener) : readsThrough(commands, true);
 }
 
 /** The lean connection to one redis-server, with ioredis (`fallback`) for the reads it cannot take now. */
 class RespReads implements Reads {
+  /** While this connection is down, the fallback's one connection keeps the order too. */
+  readonly inOrder = true;
   readonly #url: URL;
   readonly #fallback: Commands;
   readonly #listener: LeanReadsListener;
@@ -109,6 +127,19 @@ class RespReads implements Reads {
   smembers(key: string): Promise<string[]> {
     if (!this.#ready) return this.#fallback.smembers(key);
     return this.#send(`*2\r\n$8\r\nSMEMBERS\r\n${bulk(key)}`) as Promise<string[]>;
+  }
+
+  zrange(key: string): Promise<string[]> {
+    if (!this.#ready) return this.#fallback.zrange(key, '0', '-1');
+    return this.#send(`*4\r\n$6\r\nZRANGE\r\n${bulk(key)}$1\r\n0\r\n$2\r\n-1\r\n`) as Promise<string[]>;
+  }
+
+  evalsha(sha: string, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    if (!this.#ready) return this.#fallback.evalsha(sha, keys.length, ...keys, ...args);
+    let words = `$7\r\nEVALSHA\r\n$40\r\n${sha}\r\n${bulk(String(keys.length))}`;
+    for (const key of keys) words += bulk(key);
+    for (const arg of args) words += bulk(String(arg));
+    return this.#send(`*${3 + keys.length + args.length}\r\n${words}`);
   }
 
   unsentBatch(): number | undefined {
