@@ -35,27 +35,35 @@ test("told TOKEN_EXPIRING, the client refreshes in band: the connection outlives
   const first = await nickTokens();
   const { reasons, getTokens } = tokensBy(async (reason) => (reason === 'connect' ? first : nickTokens()));
   const client = await HeraldClient.connect({ url: node.ws, getTokens, ...FAST });
-  const disconnects = record(client, 'disconnected');
-  const [handle] = (await client.register([{ apiName: 'order-updates', condition: NICK }])).validOnEvents.map(({ eventId }) => eventId);
-  const { expiresAt: renewed } = await next(client, 'refreshed');
-  assert.ok(renewed > expiryOf(first), 'a later expiry');
-  assert.deepEqual(reasons, ['connect', 'refresh']);
-  // Past the first tokens' expiry and the node's next tick.
-  await new Promise((resolve) => setTimeout(resolve, expiryOf(first) + 1100 - Date.now()));
-  const notified = next(client, 'notification');
-  await emit(node, 'order-updates', { recipientId: 2, after: 'expiry' });
-  assert.deepEqual(await notified, { eventId: handle, eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, after: 'expiry' } });
-  assert.deepEqual(disconnects, [], 'never closed');
-  await client.close();
+  try {
+    const disconnects = record(client, 'disconnected');
+    const [handle] = (await client.register([{ apiName: 'order-updates', condition: NICK }])).validOnEvents.map(({ eventId }) => eventId);
+    const { expiresAt: renewed } = await next(client, 'refreshed');
+    assert.ok(renewed > expiryOf(first), 'a later expiry');
+    assert.deepEqual(reasons, ['connect', 'refresh']);
+    // Past the first tokens' expiry and the node's next tick.
+    await new Promise((resolve) => setTimeout(resolve, expiryOf(first) + 1100 - Date.now()));
+    const notified = next(client, 'notification');
+    await emit(node, 'order-updates', { recipientId: 2, after: 'expiry' });
+    // order-updates keeps a history: the notification also carries its position.
+    const { eventId, eventType, eventData } = await notified;
+    assert.deepEqual({ eventId, eventType, eventData }, { eventId: handle, eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, after: 'expiry' } });
+    assert.deepEqual(disconnects, [], 'never closed');
+  } finally {
+    await client.close();
+  }
 });
 
 test('refreshBeforeExpiryMs refreshes in band by itself, before the node says anything', { timeout: 10_000 }, async () => {
   const first = await nickTokens();
   const { getTokens } = tokensBy(async (reason) => (reason === 'connect' ? first : nickTokens()));
   const client = await HeraldClient.connect({ url: node.ws, getTokens, refreshBeforeExpiryMs: 2000, ...FAST });
-  await next(client, 'refreshed');
-  assert.ok(Date.now() < expiryOf(first) - 1500, 'before the notice was due');
-  await client.close();
+  try {
+    await next(client, 'refreshed');
+    assert.ok(Date.now() < expiryOf(first) - 1500, 'before the notice was due');
+  } finally {
+    await client.close();
+  }
 });
 
 test('a refused REFRESH is reported, and the close at expiry (4001) leads to a reconnect with fresh tokens', { timeout: 10_000 }, async () => {
@@ -65,14 +73,17 @@ test('a refused REFRESH is reported, and the close at expiry (4001) leads to a r
     reason === 'connect' ? first : reason === 'refresh' ? { apiToken: await apiToken(node), personToken: await personToken(node, 'ED', 'CHASE') } : nickTokens(),
   );
   const client = await HeraldClient.connect({ url: node.ws, getTokens, ...FAST });
-  await client.register([{ apiName: 'order-updates', condition: NICK }]);
-  const refused = await next(client, 'error');
-  assert.ok(refused instanceof HeraldError);
-  assert.deepEqual(refused.errors.map((error) => error.code), ['TOKEN_MISMATCH']);
-  const closed = await next(client, 'disconnected');
-  assert.deepEqual([closed.code, closed.willReconnect], [4001, true]);
-  const { registered } = await next(client, 'reconnected');
-  assert.equal(registered.length, 1);
-  assert.equal(reasons[reasons.indexOf('expired') - 1], 'refresh', String(reasons));
-  await client.close();
+  try {
+    await client.register([{ apiName: 'order-updates', condition: NICK }]);
+    const refused = await next(client, 'error');
+    assert.ok(refused instanceof HeraldError);
+    assert.deepEqual(refused.errors.map((error) => error.code), ['TOKEN_MISMATCH']);
+    const closed = await next(client, 'disconnected');
+    assert.deepEqual([closed.code, closed.willReconnect], [4001, true]);
+    const { registered } = await next(client, 'reconnected');
+    assert.equal(registered.length, 1);
+    assert.equal(reasons[reasons.indexOf('expired') - 1], 'refresh', String(reasons));
+  } finally {
+    await client.close();
+  }
 });
