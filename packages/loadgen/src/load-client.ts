@@ -4,7 +4,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { firstErrorCode, frameType, registerAccepted } from './frames.ts';
-import type { ClientPlan } from './roster.ts';
+import { registerFrameOf, type ClientPlan } from './roster.ts';
 import { readInto } from './receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
 
@@ -16,6 +16,8 @@ export interface ClientObserver {
   /** A ready client's socket closed: it left, or the node dropped it. */
   closed(client: LoadClient, code: number): void;
   notification(client: LoadClient, frame: Buffer): void;
+  /** The answer to a ready client's further REGISTER (`subscribe`): every entry accepted, or not. */
+  subscribed?(client: LoadClient, accepted: boolean): void;
 }
 
 export interface ClientOptions {
@@ -106,6 +108,13 @@ export class LoadClient implements WireHandler {
     }
   }
 
+  /** Another REGISTER (a whole frame) once ready, such as a broadcast's audience joining; false when not ready. */
+  subscribe(frame: string): boolean {
+    if (this.#state !== 'ready' || !this.#tcp) return false;
+    this.#tcp.write(clientFrame(Opcode.TEXT, frame));
+    return true;
+  }
+
   refused(status: number): void {
     this.#fail(status === 0 ? 'not a WebSocket answer' : `HTTP ${status}`);
   }
@@ -141,18 +150,23 @@ export class LoadClient implements WireHandler {
     } else if (this.#state === 'connecting') {
       if (type !== 'CONNECTED') return this.#fail(type === 'TOKEN_VALIDATION' ? firstErrorCode(frame) : `first frame ${type}`);
       this.connectedAt = performance.now();
-      if (this.plan.register === undefined) return this.#ready();
+      const register = registerFrameOf(this.plan);
+      if (register === undefined) return this.#ready();
       this.#state = 'registering';
       this.registerSentAt = performance.now();
-      this.#tcp?.write(clientFrame(Opcode.TEXT, this.plan.register));
+      this.#tcp?.write(clientFrame(Opcode.TEXT, register));
     } else if (this.#state === 'registering' && type === 'REGISTER') {
       if (registerAccepted(frame)) this.#ready();
       else this.#fail(firstErrorCode(frame));
+    } else if (this.#state === 'ready' && type === 'REGISTER') {
+      this.#observer.subscribed?.(this, registerAccepted(frame));
     }
   }
 
   #ready(): void {
     clearTimeout(this.#timer);
+    // A cleared Timeout kept for the client's life would cost it ~130 bytes.
+    this.#timer = undefined;
     this.readyAt = performance.now();
     this.#state = 'ready';
     this.#observer.ready(this);

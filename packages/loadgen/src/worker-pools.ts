@@ -12,9 +12,10 @@ import type { WorkerReply, WorkerRequest } from './worker.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
-type RequestBody = WithoutId<WorkerRequest>;
+export type RequestBody = WithoutId<WorkerRequest>;
 
-class WorkerChannel {
+/** One worker process and its requests in flight (WorkerPools, and a bench that drives workers itself). */
+export class WorkerChannel {
   readonly child: ChildProcess;
   readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   #next = 0;
