@@ -44,7 +44,7 @@ const DEFAULTS = {
   'reserve-pct': 5, paced: 60, unpaced: 20, broadcasts: 3, 'after-restart': 20_000, 'max-minutes': 90,
 } as const;
 
-export const USAGE = `usage: node bench/scale.ts [--clients N] [--rate R] [--dry-run] [--out DIR] [--node-args "ARGS"]
+export const USAGE = `usage: node bench/scale.ts [--clients N] [--rate R] [--dry-run] [--out DIR] [--node-args="ARGS"]
   [--per-node ${DEFAULTS['per-node']}] [--per-worker ${DEFAULTS['per-worker']}] [--per-address ${DEFAULTS['per-address']}] [--port ${DEFAULTS.port}]
   [--settle ${DEFAULTS.settle}] [--reserve-pct ${DEFAULTS['reserve-pct']}] [--paced ${DEFAULTS.paced}] [--unpaced ${DEFAULTS.unpaced}]
   [--broadcasts ${DEFAULTS.broadcasts}] [--after-restart ${DEFAULTS['after-restart']}] [--max-minutes ${DEFAULTS['max-minutes']}]`;
