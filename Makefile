@@ -8,8 +8,10 @@ N ?= 3
 
 .PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick scale
 
+# NODE_COMPILE_CACHE: Node.js keeps the compiled modules (types stripped) there, so that a node's next start neither
+# compiles them nor loads the type stripper: ~30 MB less per node process (docs/configuration.md).
 run: deps
-	node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
+	NODE_COMPILE_CACHE=.run/node-compile-cache node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
 
 test: deps redis haproxy typecheck unit
 
