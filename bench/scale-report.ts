@@ -29,9 +29,22 @@ function targets(r: ScaleResults, slopes: PerClient | undefined): string {
 
 function levelsTable(levels: readonly Level[]): string {
   const rows = levels.map((l) => `| ${l.clients === 0 ? 'none (at rest)' : n(l.clients)} | ${mb(l.nodes.rssKb)} | ${mb(l.nodes.anonKb)} | ${mb(l.redis.usedMemory / 1024)} | ` +
-    `${mb(kernelKb(l.kernel))} | ${mb(l.loadgen.anonKb)} | ${mb(restKb(l))} | **${mb(usedKb(l))}** | ${mb(l.machine.availableKb)} | ${n(l.fillRate)} | ${n(l.failed)} |`);
-  return ['| clients | nodes, RSS | nodes, own (anon) | Redis (used_memory) | kernel | load generator (anon) | the rest | machine, used | available | clients/s filling | never ready |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|', ...rows].join('\n');
+    `${mb(kernelKb(l.kernel))} | ${mb(l.loadgen.anonKb)} | ${mb(restKb(l))} | **${mb(usedKb(l))}** | ${mb(l.machine.availableKb)} | ${s1(l.cpuPct)}% | ${n(l.fillRate)} | ${n(l.failed)} |`);
+  return ['| clients | nodes, RSS | nodes, own (anon) | Redis (used_memory) | kernel | load generator (anon) | the rest | machine, used | available | CPU busy | clients/s filling | never ready |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|', ...rows].join('\n');
+}
+
+/** The machine at rest and with every client, part by part (as the reference's "Memory when the server is full"). */
+function fullTable(rest: Level, full: Level): string {
+  const parts: Array<[string, (l: Level) => number]> = [
+    [`nodes (${full.nodes.processes} processes, own memory)`, (l) => l.nodes.anonKb], ['… as RSS', (l) => l.nodes.rssKb],
+    ['Redis (used_memory)', (l) => l.redis.usedMemory / 1024], ['kernel: slab, socket buffers, page tables, stacks', (l) => kernelKb(l.kernel)],
+    [`load generator (${full.loadgen.processes} processes, own memory)`, (l) => l.loadgen.anonKb], ['the rest', restKb],
+    ['**machine, used**', usedKb], ['available', (l) => l.machine.availableKb],
+  ];
+  const rows = parts.map(([part, kb]) => `| ${part} | ${mb(kb(rest))} MB | ${mb(kb(full))} MB | ${kb(full) >= kb(rest) ? '+' : '−'} ${mb(Math.abs(kb(full) - kb(rest)))} MB |`);
+  return [`| part | at rest | ${n(full.clients)} clients | more |`, '|---|---:|---:|---:|', ...rows,
+    `| TCP sockets | ${n(rest.kernel.tcpSockets)} | ${n(full.kernel.tcpSockets)} | |`, `| Redis keys | ${n(rest.redisKeys)} | ${n(full.redisKeys)} | |`].join('\n');
 }
 
 function costTable(slopes: PerClient): string {
@@ -194,7 +207,7 @@ running, and the page cache the processes' code is in.
 
 ${levelsTable(r.levels)}
 ${nodesAtRest ? `\nA node at rest: ${mb(nodesAtRest.rssKb / nodesAtRest.processes)} MB RSS, ${mb(nodesAtRest.anonKb / nodesAtRest.processes)} MB of its own (anon), ${mb((nodesAtRest.pssKb ?? 0) / nodesAtRest.processes)} MB proportional (Pss).` : ''}
-${full ? `With ${n(full.clients)} clients: ${full.nodes.processes} nodes, ${full.loadgen.processes} load generator processes, ${n(full.kernel.tcpSockets)} TCP sockets.` : ''}
+${full && rest && full !== rest ? `\n### Memory with every client\n\n${fullTable(rest, full)}\n` : ''}
 
 ${slopes ? `${costTable(slopes)}\n\n![cost per client by part](scale-cost.svg)\n\n${projection(r, slopes)}` : ''}
 ${withEveryone(r)}
