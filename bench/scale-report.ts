@@ -50,12 +50,12 @@ function fullTable(rest: Level, full: Level): string {
 function costTable(slopes: PerClient): string {
   const fleet = slopes.nodeRssKb + slopes.redisKb;
   const rows: Array<[string, number, string]> = [
-    ['**nodes** (RSS)', slopes.nodeRssKb, 'the socket, its session and tokens, its subscription in the hub; the young generation each node keeps'],
+    ['**nodes** (RSS)', slopes.nodeRssKb, 'the socket, its session and tokens, its subscription in the hub'],
     ['Redis (used_memory)', slopes.redisKb, "the client's route in its bucket's hash"],
     ['**the fleet\'s own** (nodes + Redis)', fleet, 'what the gateway costs: the target, ≤ 3.5 KB'],
     ['kernel, both ends', slopes.kernelKb, 'two TCP sockets (the load generator\'s and the node\'s), their files and epoll entries: slab, socket buffers, page tables'],
     ['… the node\'s end alone (half)', slopes.kernelKb / 2, 'what a server with its clients elsewhere pays'],
-    ['load generator', slopes.loadgenKb, 'wsload: a client\'s socket and state, and a worker process per 19,000 clients'],
+    ['load generator (own memory)', slopes.loadgenKb, 'wsload: a client\'s socket and state, and a worker process per 19,000 clients'],
     ['**in all, on this machine**', slopes.machineKb, 'MemTotal − MemAvailable'],
   ];
   return [`Between ${n(slopes.from.clients)} and ${n(slopes.to.clients)} clients, each client more cost:`, '',
@@ -141,7 +141,9 @@ and 29.1 s for 596,916).
 }
 
 function charts(r: ScaleResults, out: string, slopes: PerClient | undefined): void {
-  const series = r.series;
+  // A point every few seconds at most: a long run's chart stays light.
+  const step = Math.ceil(r.series.length / 400);
+  const series = r.series.filter((_, i) => i % step === 0);
   const t = (reading: Reading): number => Math.round(reading.t / 1000);
   const line = (name: string, value: (reading: Reading) => number): { name: string; points: Array<[number, number]> } =>
     ({ name, points: series.map((reading) => [t(reading), Math.round(value(reading) / 1024)]) });

@@ -81,7 +81,8 @@ export function perClient(levels: readonly Level[]): PerClient | undefined {
     nodeAnonKb: slope((l) => l.nodes.anonKb),
     redisKb: slope((l) => l.redis.usedMemory / 1024),
     kernelKb: slope((l) => kernelKb(l.kernel)),
-    loadgenKb: slope((l) => l.loadgen.rssKb),
+    // Its own memory, not RSS: a level may start workers, and each maps the Node.js binary's pages, there once.
+    loadgenKb: slope((l) => l.loadgen.anonKb),
     machineKb: slope((l) => l.machine.totalKb - l.machine.availableKb),
   };
 }
