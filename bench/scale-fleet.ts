@@ -15,6 +15,7 @@ export const SCALE_CONFIG = `${ROOT}bench/scale.yaml`;
 export const COMPILE_CACHE = `${ROOT}.run/node-compile-cache`;
 
 export interface FleetNode {
+  /** The run's name for it (scale-1, ...), its logs' names; in Redis each process has an id of its own. */
   id: string;
   port: number;
   proc: Proc;
@@ -48,12 +49,14 @@ export class Fleet {
     return this.nodes.map((node) => `ws://127.0.0.1:${node.port}`);
   }
 
-  #env(id: string): Record<string, string> {
+  /**
+   * Each process with the default node id (host, pid, random): a restarted node's new process is another node in
+   * Redis, as bench/failover.ts's restart. A fixed id would be shared by the old process, still draining, and the
+   * new one, which strips the id's routes from Redis as it starts, and the old one strips them again as it leaves.
+   */
+  #env(): Record<string, string> {
     const redisPort = this.#plan.options.port;
-    return {
-      REDIS_URL: `redis://127.0.0.1:${redisPort}`, HERALD_REUSE_PORT: '1', HERALD_NODE_ID: id, HERALD_CONFIG: SCALE_CONFIG,
-      NODE_COMPILE_CACHE: COMPILE_CACHE,
-    };
+    return { REDIS_URL: `redis://127.0.0.1:${redisPort}`, HERALD_REUSE_PORT: '1', HERALD_CONFIG: SCALE_CONFIG, NODE_COMPILE_CACHE: COMPILE_CACHE };
   }
 
   async start(onNode: (node: FleetNode) => void): Promise<void> {
@@ -62,7 +65,7 @@ export class Fleet {
     this.redis = { proc, db: new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }) };
     await inBatches(this.#plan.nodes, STARTING_AT_ONCE, async (i) => {
       const id = `scale-${i + 1}`;
-      const node = { id, port: port + 1 + i, proc: await startGateway(this.#launch, id, port + 1 + i, this.#env(id)) };
+      const node = { id, port: port + 1 + i, proc: await startGateway(this.#launch, id, port + 1 + i, this.#env()) };
       this.nodes[i] = node;
       onNode(node);
     });
@@ -91,7 +94,7 @@ export class Fleet {
   async rollingRestart(from: number, onNode: (node: FleetNode, drainS: number) => void): Promise<Array<[number, number]>> {
     const steps: Array<[number, number]> = [];
     for (const node of this.nodes) {
-      const next = await startGateway(this.#launch, `${node.id}-next`, node.port, this.#env(node.id));
+      const next = await startGateway(this.#launch, `${node.id}-next`, node.port, this.#env());
       const told = Date.now();
       await stop(node.proc, 'SIGTERM', DRAIN_WAIT_MS);
       steps.push([told - from, Date.now() - from]);
