@@ -142,6 +142,8 @@ export interface Plan {
   levels: number[];
   sysctls: Sysctl[];
   costs: Costs;
+  /** Where the costs come from: a run's results file, or the assumed ones. */
+  costsFrom: string;
   expectedKb: { nodes: number; redis: number; kernel: number; loadgen: number; total: number; room: number };
 }
 
@@ -204,7 +206,7 @@ export function sysctlsFor(clients: number, read = readSysctl): Sysctl[] {
   ].filter((sysctl): sysctl is Sysctl => sysctl !== undefined);
 }
 
-export function makePlan(options: ScaleOptions, machine: Machine, costs: Costs = ASSUMED_COSTS): Plan {
+export function makePlan(options: ScaleOptions, machine: Machine, costs: Costs = ASSUMED_COSTS, costsFrom = 'assumed'): Plan {
   const held = options.clients;
   const perNode = Math.min(options.perNode, machine.openFiles - 1000);
   const perWorker = Math.min(options.perWorker, machine.openFiles - 500);
@@ -221,7 +223,7 @@ export function makePlan(options: ScaleOptions, machine: Machine, costs: Costs =
   const room = machine.memAvailableKb - (machine.memTotalKb * options.reservePct) / 100;
   return {
     options, machine, nodes, perNode: Math.ceil(held / nodes), perWorker, nodePorts: [options.port + 1, options.port + nodes], workers,
-    addresses: { count, first: address(0), last: address(count - 1) }, levels: levelsOf(held), sysctls: sysctlsFor(held), costs,
+    addresses: { count, first: address(0), last: address(count - 1) }, levels: levelsOf(held), sysctls: sysctlsFor(held), costs, costsFrom,
     expectedKb: { ...expected, total, room },
   };
 }
@@ -244,7 +246,7 @@ export function formatPlan(plan: Plan): string {
     'sysctl       ' + (plan.sysctls.map((s) => `${s.key}: ${s.raise ? `${s.current} -> ${s.wanted}` : `${s.current} (enough)`}  [${s.why}]`).join('\n             ') || 'none readable'),
     `expected     nodes ${gb(e.nodes)}, Redis ${gb(e.redis)}, kernel ${gb(e.kernel)}, load generator ${gb(e.loadgen)}: ${gb(e.total)} ` +
       `of the ${gb(e.room)} there is room for: ${e.total <= e.room ? 'fits' : `does not fit (about ${n((o.clients * e.room) / e.total)} clients would)`}`,
-    `             (per client: node ${plan.costs.nodeKbPerClient.toFixed(2)} KB, Redis ${plan.costs.redisKbPerClient.toFixed(2)}, kernel ${plan.costs.kernelKbPerClient.toFixed(2)} for both ends, ` +
+    `             (${plan.costsFrom}; per client: node ${plan.costs.nodeKbPerClient.toFixed(2)} KB, Redis ${plan.costs.redisKbPerClient.toFixed(2)}, kernel ${plan.costs.kernelKbPerClient.toFixed(2)} for both ends, ` +
       `load generator ${plan.costs.loadgenKbPerClient.toFixed(2)}; per process: node ${n(plan.costs.nodeBaseKb / 1024)} MB, load generator ${n(plan.costs.loadgenBaseKb / 1024)} MB)`,
     `then         one-person notifications at 1,000/s for ${o.pacedS} s and unpaced for ${o.unpacedS} s, ${o.broadcasts} broadcast(s) to everyone, ` +
       `a rolling restart of every node (${n(Math.min(o.afterRestart, o.clients))} clients named once after it), every client leaving at once`,

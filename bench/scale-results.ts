@@ -95,12 +95,15 @@ export function costsFrom(file: string): Costs | undefined {
     const slopes = perClient(results.levels);
     const loaded = results.levels.at(-1);
     if (!slopes || !loaded || loaded.nodes.processes === 0 || loaded.loadgen.processes === 0) return undefined;
+    // A process's base: what its part held at the last level less its clients' share (never below nothing: where a
+    // level started processes, their bases are already in the slope).
+    const base = (kb: number, perClientKb: number, processes: number): number => Math.max(0, (kb - loaded.clients * perClientKb) / processes);
     return {
-      nodeBaseKb: (loaded.nodes.anonKb - loaded.clients * slopes.nodeAnonKb) / loaded.nodes.processes,
+      nodeBaseKb: base(loaded.nodes.anonKb, slopes.nodeAnonKb, loaded.nodes.processes),
       nodeKbPerClient: slopes.nodeAnonKb,
       redisKbPerClient: slopes.redisKb,
       kernelKbPerClient: slopes.kernelKb,
-      loadgenBaseKb: (loaded.loadgen.anonKb - loaded.clients * slopes.loadgenKb) / loaded.loadgen.processes,
+      loadgenBaseKb: base(loaded.loadgen.anonKb, slopes.loadgenKb, loaded.loadgen.processes),
       loadgenKbPerClient: slopes.loadgenKb,
     };
   } catch {

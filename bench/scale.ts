@@ -108,7 +108,9 @@ async function main(): Promise<number> {
   }
   const options = parseScaleArgs(process.argv.slice(2), `${ROOT}docs/benchmarks`);
   const here = thisMachine();
-  const plan = makePlan(options, here, costsFrom(`${options.out}/scale.json`) ?? ASSUMED_COSTS);
+  const last = `${options.out}/scale.json`;
+  const measured = costsFrom(last);
+  const plan = makePlan(options, here, measured ?? ASSUMED_COSTS, measured ? `as measured by the run in ${last.replace(ROOT, '')}` : 'assumed');
   const command = `node bench/scale.ts ${process.argv.slice(2).join(' ')}`.trim();
   const header = `${command}\n${describeMachine(machine())}\n${new Date().toISOString()}, commit ${commit()}\n`;
   const planText = formatPlan(plan);
