@@ -155,7 +155,7 @@ export async function broadcastPhase(ctx: RunContext, held: number): Promise<voi
   ctx.series.phase = 'one more subscription';
   const before = ctx.results.levels.at(-1)!;
   const latest = ctx.series.readings.at(-1)!;
-  // One more subscription cost the nodes 1.6-2.6 KB a client in the small runs (docs/scale.md): room for 3 above the reserve.
+  // One more subscription cost the nodes 1.3-2.6 KB a client in the small runs (docs/scale.md): room for 3 above the reserve.
   const needKb = held * 3;
   if (latest.machine.availableKb - reserveKb(ctx, latest) < needKb) {
     ctx.results.errors.push(`broadcasts left out: ${mb(latest.machine.availableKb)} available, one more subscription for ${n(held)} clients needs about ${mb(needKb)} above the reserve`);
