@@ -6,10 +6,12 @@ NODE_MAJOR := 24
 PNPM_VERSION := 12.4.2
 N ?= 3
 
-.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick
+.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick scale
 
+# NODE_COMPILE_CACHE: Node.js keeps the compiled modules (types stripped) there, so that a node's next start neither
+# compiles them nor loads the type stripper: ~30 MB less per node process (docs/configuration.md).
 run: deps
-	node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
+	NODE_COMPILE_CACHE=.run/node-compile-cache node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
 
 test: deps redis haproxy typecheck unit
 
@@ -61,3 +63,12 @@ bench-quick: deps redis
 
 bench: deps redis
 	node bench/run.ts
+
+# Scale on one machine (bench/scale.ts, docs/benchmarks/scale.md): Redis and as many nodes as CLIENTS need, then
+# wsload's workers hold CLIENTS clients, level by level, each level's memory sampled; then notifications, broadcasts,
+# a rolling restart and every client leaving. DRY_RUN=1 prints the plan only; RATE (clients a second, default 2000);
+# ARGS passes more options (node bench/scale.ts --help). It raises kernel limits it needs and restores them after.
+RATE ?= 2000
+scale: deps redis
+	@[ -n "$(CLIENTS)" ] || { echo 'make scale CLIENTS=<n> [RATE=2000] [DRY_RUN=1] [ARGS="..."], e.g. make scale CLIENTS=800000 DRY_RUN=1'; exit 2; }
+	bench/scale.sh --clients $(CLIENTS) --rate $(RATE) $(if $(DRY_RUN),--dry-run) $(ARGS)

@@ -60,3 +60,23 @@ export function lineChart(title: string, xLabel: string, yLabel: string, series:
   });
   return `${out.join('\n')}\n</svg>\n`;
 }
+
+/** A bar chart: one bar per labelled value (what a client costs each part), its value written above it. */
+export function barChart(title: string, yLabel: string, bars: Array<[label: string, value: number]>): string {
+  const y = linearY(Math.max(...bars.map(([, value]) => value)));
+  const slot = (W - LEFT - 40) / Math.max(1, bars.length);
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`, `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${title}</text>`];
+  for (const [value] of y.ticks) out.push(`<line x1="${LEFT}" x2="${W - 40}" y1="${y.at(value)}" y2="${y.at(value)}" stroke="#ddd"/>`);
+  bars.forEach(([label, value], i) => {
+    const x = LEFT + i * slot + slot * 0.15;
+    const top = y.at(value);
+    out.push(`<rect x="${x.toFixed(1)}" y="${top.toFixed(1)}" width="${(slot * 0.7).toFixed(1)}" height="${(H - BOTTOM - top).toFixed(1)}" fill="${COLORS[i % COLORS.length]}"/>`,
+      `<text x="${(x + slot * 0.35).toFixed(1)}" y="${(top - 6).toFixed(1)}" text-anchor="middle">${value.toFixed(2)}</text>`,
+      `<text x="${(x + slot * 0.35).toFixed(1)}" y="${H - BOTTOM + 16}" text-anchor="middle">${label}</text>`);
+  });
+  out.push(`<line x1="${LEFT}" x2="${LEFT}" y1="${TOP}" y2="${H - BOTTOM}" stroke="black"/>`, `<line x1="${LEFT}" x2="${W - 40}" y1="${H - BOTTOM}" y2="${H - BOTTOM}" stroke="black"/>`,
+    ...y.ticks.map(([value, label]) => `<text x="${LEFT - 6}" y="${y.at(value) + 4}" text-anchor="end">${label}</text>`),
+    `<text transform="translate(16 ${(TOP + H - BOTTOM) / 2}) rotate(-90)" text-anchor="middle">${yLabel}</text>`);
+  return `${out.join('\n')}\n</svg>\n`;
+}

@@ -66,14 +66,21 @@ const message = (error: unknown): string => (error as Error).message;
 /** A figure the scenario waits on; NaN (never equal, never larger) while the node does not report it. */
 const count = async (port: number, name: string): Promise<number> => (await metric(port, name)) ?? NaN;
 
+/** Where a gateway process logs, who samples it, and its Node.js options (default: the gateway's launch options). */
+export interface GatewayLaunch {
+  runDir: string;
+  sampler?: Sampler;
+  nodeArgs?: readonly string[];
+}
+
 /**
  * Ready when it says it listens (logged once, at info; the node logs no line per request): /readyz could be
  * answered by another node sharing the port.
  */
-export async function startGateway(ctx: FailoverContext, name: string, port: number, env: Record<string, string>): Promise<Proc> {
-  const proc = start(name, 'node', [...GATEWAY_NODE_ARGS, GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, `${ctx.runDir}/${name}.log`);
-  await waitFor(`${name} on ${port}`, () => proc.stdout.includes('herald gateway listening'), 60_000);
-  ctx.sampler.watch(name, proc.child.pid!);
+export async function startGateway(ctx: GatewayLaunch, name: string, port: number, env: Record<string, string>): Promise<Proc> {
+  const proc = start(name, 'node', [...(ctx.nodeArgs ?? GATEWAY_NODE_ARGS), GATEWAY], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, `${ctx.runDir}/${name}.log`);
+  await waitFor(`${name} on ${port}`, () => proc.stdout.includes('herald gateway listening'), 60_000, 200, proc);
+  ctx.sampler?.watch(name, proc.child.pid!);
   return proc;
 }
 
@@ -117,14 +124,17 @@ function recordReturn(ctx: FailoverContext, scenario: RestartKind | 'kill', repo
 }
 
 /**
- * Once the clients are back on the node, watch them leave: when the node's last socket closes, and when Redis is
- * back to its key count with no client (epoch ms). Watching from before they leave keeps wsload's exit out of it.
+ * Once the clients are back on the node (or the fleet: `count` reads a figure of all its nodes), watch them leave:
+ * when the last socket closes, and when Redis is back to its key count with no client (epoch ms). Watching from
+ * before they leave keeps the load generator's exit out of it.
  */
-async function watchLeave(port: number, db: Redis, idleKeys: number, clients: number, timeoutMs: number): Promise<[number, number]> {
-  await waitFor(`${clients} clients back on the node`, async () => (await count(port, 'herald_subscriptions')) >= clients, timeoutMs);
+export async function watchLeave(
+  count: (figure: string) => Promise<number>, db: Redis, idleKeys: number, clients: number, timeoutMs: number, everyMs = 50,
+): Promise<[number, number]> {
+  await waitFor(`${clients} clients back`, async () => (await count('herald_subscriptions')) >= clients, timeoutMs);
   return Promise.all([
-    waitFor('every socket closed', async () => (await count(port, 'herald_connections')) === 0, timeoutMs, 50),
-    waitFor('Redis back to no client', async () => (await db.dbsize()) <= idleKeys, timeoutMs, 50),
+    waitFor('every socket closed', async () => (await count('herald_connections')) === 0, timeoutMs, everyMs),
+    waitFor('Redis back to no client', async () => (await db.dbsize()) <= idleKeys, timeoutMs, everyMs),
   ]);
 }
 
@@ -178,7 +188,7 @@ async function restartOnce(ctx: FailoverContext, kind: RestartKind): Promise<voi
       await stop(first, 'SIGTERM', 40_000);
       mine.push(await startGateway(ctx, 'gateway-restart-next', port, env));
     }
-    const leave = watchLeave(port, db, idleKeys, clients, (AWAIT_RETURN_S + emitS + 120) * 1000);
+    const leave = watchLeave((figure) => count(port, figure), db, idleKeys, clients, (AWAIT_RETURN_S + emitS + 120) * 1000);
     // wsload's figures even when the watch fails (clients that never came back).
     const [done, left] = await Promise.allSettled([load.done, leave]);
     if (done.status === 'rejected') throw done.reason;

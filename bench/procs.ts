@@ -145,7 +145,7 @@ export interface MachineShare extends CpuShare { stealPct?: number }
 export interface Sample { t: number; phase: string; redisUsedMemory?: number; procs: Record<string, ProcSample>; machine?: MachineShare }
 
 /** The whole machine's CPU ticks from /proc/stat, busy (not idle or waiting for I/O) and in the kernel (system, irq, softirq). */
-function machineTicks(): { total: number; busy: number; sys: number; steal: number } {
+export function machineTicks(): { total: number; busy: number; sys: number; steal: number } {
   const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const busy = user! + nice! + system! + irq! + softirq! + steal!;
   return { total: busy + idle! + iowait!, busy, sys: system! + irq! + softirq!, steal: steal! };

@@ -241,7 +241,8 @@ start() {
     p=$((PORT + i))
     log=$run_dir/node-$i.log
     setsid env -u REDIS_URL -u REDIS_CLUSTER_NODES "$redis_env" \
-      PORT="$p" HOST=127.0.0.1 HERALD_NODE_ID="node-$i" node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts </dev/null >>"$log" 2>&1 &
+      PORT="$p" HOST=127.0.0.1 HERALD_NODE_ID="node-$i" NODE_COMPILE_CACHE="$root/.run/node-compile-cache" \
+      node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts </dev/null >>"$log" 2>&1 &
     pid=$!
     pids+=("$pid")
     record "node-$i" "$pid" "127.0.0.1:$p"

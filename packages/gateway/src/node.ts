@@ -15,8 +15,8 @@ import { RedisBroker } from './broker/redis/broker.ts';
 import { nodeIdSchema, type Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
+import type { PreparedCode } from './code/code-runner.ts';
 import { CanConnectGate } from './code/gate.ts';
-import { prepareEvents } from './code/prepare.ts';
 import { CodeRunners } from './code/runners.ts';
 import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
@@ -68,7 +68,9 @@ export class Gateway {
   #ready = false;
   #ports: Ports | undefined;
 
-  private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string) {
+  private constructor(
+    config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string, prepared: ReadonlyMap<string, PreparedCode>,
+  ) {
     this.config = config;
     this.#dataSources = dataSources;
     const ready = () => this.#ready && this.broker.ready();
@@ -119,7 +121,7 @@ export class Gateway {
       contain,
       frameLimits: { maxEntries: websocket.maxEntriesPerFrame, maxCriteriaValueBytes: websocket.maxCriteriaValueBytes },
       catalogue,
-      gate: this.#gate(dataSources),
+      gate: this.#gate(dataSources, prepared),
       hub: this.hub,
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
@@ -160,20 +162,25 @@ export class Gateway {
     };
   }
 
-  /** Events' can-connect code, prepared once: bad code stops the node here, naming the event. */
-  #gate(dataSources: ReadonlyMap<string, DataSource>): CanConnectGate {
-    const prepared = prepareEvents(this.config.events);
+  /** The gate over the events' prepared can-connect code (Gateway.create prepares it). */
+  #gate(dataSources: ReadonlyMap<string, DataSource>, prepared: ReadonlyMap<string, PreparedCode>): CanConnectGate {
     for (const [event, { lean, reasons }] of prepared) {
       this.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
     }
     return new CanConnectGate({ prepared, runners: this.#runners, sys: dataSourceCalls(dataSources), metrics: this.metrics });
   }
 
-  /** A bad node id stops the node before it opens its data sources. */
+  /**
+   * A bad node id stops the node before it opens its data sources. Events' can-connect code is prepared once, here:
+   * bad code stops the node, naming the event. What prepares it (acorn, and Node's type stripper for TypeScript) is
+   * loaded only when an event has code.
+   */
   static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
     const nodeId = nodeIdOf(deps.nodeId);
+    const withCode = Object.values(config.events).some((event) => event.canConnect !== undefined);
+    const prepared = withCode ? (await import('./code/prepare.ts')).prepareEvents(config.events) : new Map<string, PreparedCode>();
     const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
-    return new Gateway(config, dataSources, deps, nodeId);
+    return new Gateway(config, dataSources, deps, nodeId, prepared);
   }
 
   #brokerFor(nodeId: string, contain: Contain, histories: Histories): Broker {

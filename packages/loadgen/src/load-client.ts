@@ -4,7 +4,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { firstErrorCode, frameType, notRecovered, positionOf, registerAccepted, registerFrame, type FramePosition } from './frames.ts';
-import type { ClientPlan } from './roster.ts';
+import { registerFrameOf, type ClientPlan } from './roster.ts';
 import { readInto } from './receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader, type WireHandler } from './wire.ts';
 
@@ -18,6 +18,8 @@ export interface ClientObserver {
   notification(client: LoadClient, frame: Buffer): void;
   /** With `resume`: a repeat (dropped), a gap in the offsets, or a resume the node answered whole or not. */
   history?(client: LoadClient, what: HistoryOutcome): void;
+  /** The answer to a ready client's further REGISTER (`subscribe`): every entry accepted, or not. */
+  subscribed?(client: LoadClient, accepted: boolean): void;
 }
 
 export type HistoryOutcome = 'duplicate' | 'skipped' | 'recovered' | 'unrecovered';
@@ -117,6 +119,13 @@ export class LoadClient implements WireHandler {
     }
   }
 
+  /** Another REGISTER (a whole frame) once ready, such as a broadcast's audience joining; false when not ready. */
+  subscribe(frame: string): boolean {
+    if (this.#state !== 'ready' || !this.#tcp) return false;
+    this.#tcp.write(clientFrame(Opcode.TEXT, frame));
+    return true;
+  }
+
   refused(status: number): void {
     this.#fail(status === 0 ? 'not a WebSocket answer' : `HTTP ${status}`);
   }
@@ -154,15 +163,18 @@ export class LoadClient implements WireHandler {
     } else if (this.#state === 'connecting') {
       if (type !== 'CONNECTED') return this.#fail(type === 'TOKEN_VALIDATION' ? firstErrorCode(frame) : `first frame ${type}`);
       this.connectedAt = performance.now();
-      if (this.plan.register === undefined) return this.#ready();
+      const register = registerFrameOf(this.plan);
+      if (register === undefined) return this.#ready();
       this.#state = 'registering';
       this.registerSentAt = performance.now();
       const since = this.#since;
-      this.#tcp?.write(clientFrame(Opcode.TEXT, since === undefined ? this.plan.register : registerFrame(this.plan.event!, this.plan.recipient || undefined, since)));
+      this.#tcp?.write(clientFrame(Opcode.TEXT, since === undefined ? register : registerFrame(this.plan.event!, this.plan.recipient || undefined, since)));
     } else if (this.#state === 'registering' && type === 'REGISTER') {
       if (!registerAccepted(frame)) return this.#fail(firstErrorCode(frame));
       if (this.#options.resume === true) this.#registered(frame);
       this.#ready();
+    } else if (this.#state === 'ready' && type === 'REGISTER') {
+      this.#observer.subscribed?.(this, registerAccepted(frame));
     }
   }
 
@@ -191,6 +203,8 @@ export class LoadClient implements WireHandler {
 
   #ready(): void {
     clearTimeout(this.#timer);
+    // A cleared Timeout kept for the client's life would cost it ~130 bytes.
+    this.#timer = undefined;
     this.readyAt = performance.now();
     this.#state = 'ready';
     this.#observer.ready(this);

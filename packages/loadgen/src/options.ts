@@ -1,6 +1,7 @@
 /** The command line of wsload, turned into checked options for each command. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '@herald/client';
+import { SOURCE_ADDRESSES } from './pool.ts';
 import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
@@ -18,6 +19,7 @@ export const USAGE = `usage:
           notify --resume (implies --reconnect): an event with history is resumed from each client's last position,
           as the SDK does (REGISTER since), repeats are dropped and counted
 
+  <ws-url> may be several, separated by commas (a fleet's nodes): client i connects to the (i mod n)-th
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
   many clients (fill, listen, notify): [--per-worker 19000] clients per process, beyond it worker processes;
@@ -153,9 +155,12 @@ function oneOf<T extends string>(value: unknown, name: string, allowed: readonly
   return value as T;
 }
 
-/** ws:// from http:// and back: the token API and emits are HTTP on the same port as WebSocket. */
+/**
+ * ws:// from http:// and back: the token API and emits are HTTP on the same port as WebSocket. Of a list of URLs
+ * (a fleet's nodes, separated by commas), the first one's: tokens are good on every node of a fleet.
+ */
 export function swapScheme(url: string, to: 'http' | 'ws'): string {
-  const parsed = new URL(url);
+  const parsed = new URL(url.split(',')[0]!);
   const secure = parsed.protocol === 'https:' || parsed.protocol === 'wss:';
   return `${to}${secure ? 's' : ''}://${parsed.host}`;
 }
@@ -197,8 +202,6 @@ function addressing(values: Values, clients: number, reconnects: boolean): { rec
   return { reconnect, perAddress: perAddress(values, clients, reconnect) };
 }
 
-/** 127.0.0.2 to 127.0.0.254 are there to spread over. */
-const SOURCE_ADDRESSES = 253;
 
 /**
  * Clients per source address. A connect from an address first binds it, and the kernel's search for a free port
@@ -228,6 +231,10 @@ function parse(args: string[], options: ParseArgsConfig['options']): { url: stri
   }
   const { values, positionals } = parsed;
   if (positionals.length !== 1) throw new UsageError(`expected one URL, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
+  const ws = (values as Values).ws;
+  for (const url of [positionals[0]!, ...(typeof ws === 'string' ? [ws] : [])].flatMap((list) => list.split(','))) {
+    if (!URL.canParse(url)) throw new UsageError(`not a URL: ${url}`);
+  }
   return { url: positionals[0]!, values: values as Values };
 }
 

@@ -32,11 +32,17 @@ export interface PoolSpec {
 /**
  * The source address of client `index`. A connect from a given address first binds it, and the kernel's
  * search for a free port to bind grows costly past ~5,000 sockets on one address (300 µs of system time per
- * connect at 7,500, 3 ms at 15,000, measured here), so clients are spread 5,000 to an address by default.
+ * connect at 7,500, 3 ms at 15,000, measured here), so clients are spread 5,000 to an address by default:
+ * 127.0.0.2, 127.0.0.3, ... 127.0.0.255, 127.0.1.0, ... (the whole of 127/8 is this machine's on Linux).
  */
 export function sourceAddress(index: number, perAddress: number): string | undefined {
-  return perAddress === 0 ? undefined : `127.0.0.${2 + Math.floor(index / perAddress)}`;
+  if (perAddress === 0) return undefined;
+  const n = 2 + Math.floor(index / perAddress);
+  return `127.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
 }
+
+/** Source addresses there are to spread over: 127.0.0.2 to 127.255.255.254. */
+export const SOURCE_ADDRESSES = 2 ** 24 - 3;
 
 /** A group of held clients, in this process or in workers. */
 export interface ClientGroup {
@@ -50,6 +56,22 @@ export interface ClientGroup {
 }
 
 const PACE_MS = 5;
+
+/** `step` called `count` times, `rate` a second (in bursts every PACE_MS), or fewer once `signal` aborts. */
+function paced(count: number, rate: number, signal: AbortSignal | undefined, step: (i: number) => void): Promise<void> {
+  const began = performance.now();
+  let done = 0;
+  return new Promise<void>((resolve) => {
+    const pace = setInterval(() => {
+      const due = signal?.aborted ? done : Math.min(count, Math.floor(((performance.now() - began) * rate) / 1000) + 1);
+      while (done < due) step(done++);
+      if (done === count || signal?.aborted) {
+        clearInterval(pace);
+        resolve();
+      }
+    }, PACE_MS);
+  });
+}
 
 export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   readonly #spec: PoolSpec;
@@ -70,6 +92,8 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   #lastReadyAt = 0;
   #lastReceivedAt = 0;
   #back = 0;
+  #subscribed = 0;
+  #subscribeRefused = 0;
   #retryFailures: Record<string, number> = {};
   readonly #history: Record<string, number> = {};
   readonly #away = new Histogram();
@@ -84,23 +108,19 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#reconnector = spec.reconnect && new Reconnector(spec.reconnect, this, (index) => this.#clientOptions(index));
   }
 
+  /** One per source address, shared by its clients. */
+  readonly #options = new Map<string | undefined, ClientOptions>();
+
   #clientOptions(index: number): ClientOptions {
-    return { localAddress: sourceAddress(index, this.#spec.perAddress), timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume };
+    const localAddress = sourceAddress(index, this.#spec.perAddress);
+    let options = this.#options.get(localAddress);
+    if (!options) this.#options.set(localAddress, (options = { localAddress, timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume }));
+    return options;
   }
 
   async open(signal?: AbortSignal): Promise<void> {
     const { count, rate } = this.#spec;
-    const began = performance.now();
-    await new Promise<void>((resolve) => {
-      const pace = setInterval(() => {
-        const due = signal?.aborted ? this.#clients.length : Math.min(count, Math.floor(((performance.now() - began) * rate) / 1000) + 1);
-        while (this.#clients.length < due) this.#startNext();
-        if (this.#clients.length === due && (due === count || signal?.aborted)) {
-          clearInterval(pace);
-          resolve();
-        }
-      }, PACE_MS);
-    });
+    await paced(count, rate, signal, () => this.#startNext());
     // Retried first connects (--reconnect) may go on until the run ends: an abort stops the wait for them.
     if (this.#ready + this.#failed < this.#clients.length && !signal?.aborted) {
       await new Promise<void>((resolve) => {
@@ -108,6 +128,11 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
         signal?.addEventListener('abort', () => resolve(), { once: true });
       });
     }
+  }
+
+  /** Clients started so far. */
+  get size(): number {
+    return this.#clients.length;
   }
 
   #startNext(): void {
@@ -179,6 +204,24 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
     this.#retryFailures[reason] = (this.#retryFailures[reason] ?? 0) + 1;
   }
 
+  subscribed(_client: LoadClient, accepted: boolean): void {
+    if (accepted) this.#subscribed++;
+    else this.#subscribeRefused++;
+  }
+
+  /**
+   * Each ready client sends another REGISTER, `frame` (the same for all: a subscription without criteria, the
+   * audience of a broadcast), `rate` a second; resolves once all are sent. The answers are counted as they come
+   * (`subscribed`, `subscribeRefused`); a client that is not ready at its turn is passed over.
+   */
+  subscribeAll(frame: string, rate: number, signal?: AbortSignal): Promise<number> {
+    const clients = [...this.#clients];
+    let sent = 0;
+    return paced(clients.length, rate, signal, (i) => {
+      if (clients[i]!.subscribe(frame)) sent++;
+    }).then(() => sent);
+  }
+
   notification(_client: LoadClient, frame: Buffer): void {
     const now = clockMs();
     this.#received++;
@@ -208,6 +251,8 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
       emits: this.#emits?.toData() ?? [],
       lastReceivedAt: this.#lastReceivedAt,
       back: this.#back,
+      subscribed: this.#subscribed,
+      subscribeRefused: this.#subscribeRefused,
       retryFailures: { ...this.#retryFailures },
       history: { ...this.#history },
       away: this.#away.toData(),

@@ -4,6 +4,7 @@ import type { CommonOptions } from './options.ts';
 import { loadPeople, type Roster } from './roster.ts';
 import { TokenCache } from './tokens.ts';
 
+/** `wsUrl`: one node's URL, or several separated by commas (a fleet's nodes, each client to one in turn). */
 export async function prepareRoster(options: CommonOptions, wsUrl: string): Promise<Roster> {
   const cache = new TokenCache(options.tokenApi);
   const needPeople = options.tokens === 'both' || options.criteria === 'person';
@@ -13,7 +14,7 @@ export async function prepareRoster(options: CommonOptions, wsUrl: string): Prom
     Promise.all(options.tokens === 'both' ? people.map((person) => cache.personToken(person)) : []),
   ]);
   return {
-    wsUrl,
+    wsUrls: wsUrl.split(','),
     apiToken,
     personTokens,
     customerIds: people.map((person) => person.customerId),

@@ -28,7 +28,7 @@ export interface ReconnectPolicy {
  * The pool whose clients come back: it puts a returning client in its place and counts what happened. A client
  * that is back closes and is told notifications as any of the pool's clients (ClientObserver's own callbacks).
  */
-export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notification'> {
+export interface ReconnectHost extends Pick<ClientObserver, 'closed' | 'notification' | 'subscribed'> {
   back(client: LoadClient, awayMs: number): void;
   /** A client whose first connect failed is ready at last, on a later attempt. */
   joined(client: LoadClient): void;
@@ -109,6 +109,10 @@ export class Reconnector implements ClientObserver {
 
   history(attempt: LoadClient, what: HistoryOutcome): void {
     this.#host.history?.(attempt, what);
+  }
+
+  subscribed(attempt: LoadClient, accepted: boolean): void {
+    this.#host.subscribed?.(attempt, accepted);
   }
 
   /** The run is over: no more attempts, and those in flight are dropped. */

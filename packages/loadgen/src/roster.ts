@@ -25,7 +25,8 @@ export interface Person {
 
 /** What every client of a run has in common; plain data, so that worker processes get it over IPC. */
 export interface Roster {
-  wsUrl: string;
+  /** The nodes' WebSocket URLs: client i connects to wsUrls[i mod their number] (one URL per node of a fleet). */
+  wsUrls: string[];
   apiToken: string;
   /** One token per person, in people order; empty with --tokens api. */
   personTokens: string[];
@@ -35,11 +36,15 @@ export interface Roster {
   criteria: CriteriaMode;
 }
 
+/**
+ * One client's plan. A load process holds tens of thousands, so what clients share is shared: the URL (the node's,
+ * with the person's tokens: ~550 bytes) is one string per node and person, and the REGISTER frame is built when it
+ * is sent (registerFrameOf), not kept.
+ */
 export interface ClientPlan {
   url: string;
-  /** The event it registers, if any, and its REGISTER frame to send after CONNECTED. */
+  /** The event to REGISTER after CONNECTED; undefined: the client only connects. */
   event: string | undefined;
-  register: string | undefined;
   /** The key an emit's recipientId must equal to reach this client; '' for a criteria-less subscription. */
   recipient: string | undefined;
 }
@@ -72,12 +77,27 @@ export function recipientOf(roster: Roster, index: number): string | undefined {
   }
 }
 
+/** Per roster: the URL of each node for each person (or for the API user alone), made once. */
+const urlsOf = new WeakMap<Roster, string[][]>();
+
+function urlOf(roster: Roster, index: number): string {
+  let urls = urlsOf.get(roster);
+  if (!urls) {
+    const queries = roster.personTokens.length === 0
+      ? [`?x-am-authorization=${roster.apiToken}`]
+      : roster.personTokens.map((token) => `?x-am-authorization=${roster.apiToken}&x-am-user-authorization=${token}`);
+    urls = roster.wsUrls.map((wsUrl) => queries.map((query) => `${wsUrl.replace(/\/$/, '')}/${query}`));
+    urlsOf.set(roster, urls);
+  }
+  const node = urls[index % urls.length]!;
+  return node[index % node.length]!;
+}
+
 export function planClient(roster: Roster, index: number): ClientPlan {
-  const personToken = roster.personTokens.length > 0 ? roster.personTokens[index % roster.personTokens.length] : undefined;
-  const query = personToken === undefined
-    ? `?x-am-authorization=${roster.apiToken}`
-    : `?x-am-authorization=${roster.apiToken}&x-am-user-authorization=${personToken}`;
-  const recipient = recipientOf(roster, index);
-  const register = roster.event === undefined ? undefined : registerFrame(roster.event, recipient || undefined);
-  return { url: `${roster.wsUrl.replace(/\/$/, '')}/${query}`, event: roster.event, register, recipient };
+  return { url: urlOf(roster, index), event: roster.event, recipient: recipientOf(roster, index) };
+}
+
+/** The REGISTER frame of a client's plan, when it registers. */
+export function registerFrameOf(plan: ClientPlan): string | undefined {
+  return plan.event === undefined ? undefined : registerFrame(plan.event, plan.recipient || undefined);
 }

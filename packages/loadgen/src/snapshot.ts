@@ -36,6 +36,9 @@ export interface PoolSnapshot {
   lastReceivedAt: number;
   /** With --reconnect: dropped clients connected and registered again (each return counts). */
   back: number;
+  /** Answers to the clients' further REGISTER (Pool.subscribeAll): every entry accepted, or not. */
+  subscribed: number;
+  subscribeRefused: number;
   /** Reconnect attempts that failed, by reason (HTTP 503 while a node drains, ECONNREFUSED while it is down). */
   retryFailures: Record<string, number>;
   /** With --resume: repeats dropped, gaps seen, resumes answered recovered or not (load-client.ts HistoryOutcome). */
@@ -69,6 +72,8 @@ export function emptySnapshot(): PoolSnapshot {
     emits: [],
     lastReceivedAt: 0,
     back: 0,
+    subscribed: 0,
+    subscribeRefused: 0,
     retryFailures: {},
     history: {},
     away: empty,
@@ -111,6 +116,8 @@ export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot
     total.lastReadyAt = Math.max(total.lastReadyAt, one.lastReadyAt);
     total.lastReceivedAt = Math.max(total.lastReceivedAt, one.lastReceivedAt);
     total.back += one.back;
+    total.subscribed += one.subscribed;
+    total.subscribeRefused += one.subscribeRefused;
     addCounts(total.retryFailures, one.retryFailures);
     addCounts(total.history, one.history);
     away.add(one.away);

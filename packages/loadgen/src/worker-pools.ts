@@ -1,7 +1,8 @@
 /**
  * Clients spread over worker processes, for counts past what one process may hold open (20,000 files here):
  * worker w holds clients [w·perWorker, (w+1)·perWorker), each from its source address (`sourceAddress`).
- * The parent adds up what the workers report.
+ * The parent adds up what the workers report. A bench may add clients later (growTo), and have the held clients
+ * send another REGISTER (subscribe).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,6 +12,11 @@ import { mergeSnapshots, type PoolSnapshot } from './snapshot.ts';
 import type { WorkerReply, WorkerRequest } from './worker.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+/**
+ * A worker's young generation, capped: its clients live as long as the run, so a larger one holds little but
+ * garbage between scavenges, and V8's default grows it to about half a worker's memory (README, "Many clients").
+ */
+const WORKER_NODE_OPTIONS = ['--max-semi-space-size=2'];
 type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never;
 type RequestBody = WithoutId<WorkerRequest>;
 
@@ -20,7 +26,7 @@ class WorkerChannel {
   #next = 0;
 
   constructor() {
-    this.child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...process.execArgv, ...WORKER_NODE_OPTIONS] });
     this.child.on('message', (reply: WorkerReply) => {
       const waiter = this.#pending.get(reply.id);
       this.#pending.delete(reply.id);
@@ -45,7 +51,9 @@ class WorkerChannel {
 export class WorkerPools implements ClientGroup {
   readonly #spec: PoolSpec;
   readonly #perWorker: number;
-  readonly #workers: WorkerChannel[] = [];
+  /** Each worker and the clients it was asked to start. */
+  readonly #workers: Array<{ channel: WorkerChannel; clients: number }> = [];
+  #started = 0;
   #closing: Promise<void> | undefined;
 
   constructor(spec: PoolSpec, perWorker: number) {
@@ -53,21 +61,26 @@ export class WorkerPools implements ClientGroup {
     this.#perWorker = perWorker;
   }
 
-  async open(signal?: AbortSignal): Promise<void> {
-    const { count, rate, first } = this.#spec;
-    const workers = Math.ceil(count / this.#perWorker);
+  open(signal?: AbortSignal): Promise<void> {
+    return this.growTo(this.#spec.count, this.#spec.rate, signal);
+  }
+
+  /**
+   * Start clients until `count` have been started (a bench adding clients level by level), `rate` a second over the
+   * workers that take them: the last worker's room first, then new workers. Resolves once each is ready or failed.
+   */
+  async growTo(count: number, rate: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return;
+    const adding = count - this.#started;
     const opened: Promise<unknown>[] = [];
-    for (let w = 0; w < workers; w++) {
-      const channel = new WorkerChannel();
-      this.#workers.push(channel);
-      const share = Math.min(this.#perWorker, count - w * this.#perWorker);
-      const spec: PoolSpec = {
-        ...this.#spec,
-        first: first + w * this.#perWorker,
-        count: share,
-        rate: (rate * share) / count,
-      };
-      opened.push(channel.request({ op: 'open', spec }));
+    while (this.#started < count) {
+      let worker = this.#workers.at(-1);
+      if (!worker || worker.clients >= this.#perWorker) this.#workers.push((worker = { channel: new WorkerChannel(), clients: 0 }));
+      const share = Math.min(count - this.#started, this.#perWorker - worker.clients);
+      const spec: PoolSpec = { ...this.#spec, first: this.#spec.first + this.#started, count: share, rate: (rate * share) / adding };
+      opened.push(worker.channel.request({ op: 'open', spec }));
+      worker.clients += share;
+      this.#started += share;
     }
     const abort = () => void this.#all({ op: 'abort' });
     signal?.addEventListener('abort', abort, { once: true });
@@ -78,8 +91,13 @@ export class WorkerPools implements ClientGroup {
     }
   }
 
+  /** The worker processes' ids. */
+  pids(): number[] {
+    return this.#workers.map((worker) => worker.channel.child.pid!);
+  }
+
   #all<T>(body: RequestBody): Promise<T[]> {
-    return Promise.all(this.#workers.map((worker) => worker.request<T>(body)));
+    return Promise.all(this.#workers.map((worker) => worker.channel.request<T>(body)));
   }
 
   async snapshot(withRecipients = false): Promise<PoolSnapshot> {
@@ -90,15 +108,21 @@ export class WorkerPools implements ClientGroup {
     await this.#all({ op: 'reset' });
   }
 
+  /** Every ready client sends `frame` (another REGISTER: a broadcast's audience), `rate` a second in all; answers how many were sent. */
+  async subscribe(frame: string, rate: number): Promise<number> {
+    const sent = await Promise.all(this.#workers.map((worker) => worker.channel.request<number>({ op: 'subscribe', frame, rate: (rate * worker.clients) / this.#started })));
+    return sent.reduce((sum, n) => sum + n, 0);
+  }
+
   close(): Promise<void> {
     // A second request to a worker that has already left would fail on its closed channel.
     return (this.#closing ??= this.#close());
   }
 
   async #close(): Promise<void> {
-    const exits = this.#workers.map((worker) => worker.child.exitCode === null ? once(worker.child, 'exit') : Promise.resolve());
+    const exits = this.#workers.map(({ channel }) => channel.child.exitCode === null ? once(channel.child, 'exit') : Promise.resolve());
     await this.#all({ op: 'close' }).catch(() => undefined);
-    const timer = setTimeout(() => this.#workers.forEach((worker) => worker.child.kill()), 10_000);
+    const timer = setTimeout(() => this.#workers.forEach(({ channel }) => channel.child.kill()), 10_000);
     await Promise.all(exits);
     clearTimeout(timer);
   }

@@ -1,15 +1,16 @@
 /**
- * A worker process of `WorkerPools`: holds one Pool and answers its parent's requests over IPC.
- * Forked by the parent, never run by hand.
+ * A worker process of `WorkerPools`: holds its pools (one per `open`: a bench adding clients level by level opens
+ * another in the same worker) and answers its parent's requests over IPC. Forked by the parent, never run by hand.
  */
 import { Pool, type PoolSpec } from './pool.ts';
-import { emptySnapshot } from './snapshot.ts';
+import { emptySnapshot, mergeSnapshots } from './snapshot.ts';
 
 export type WorkerRequest =
   | { id: number; op: 'open'; spec: PoolSpec }
   | { id: number; op: 'abort' }
   | { id: number; op: 'snapshot'; withRecipients: boolean }
   | { id: number; op: 'reset' }
+  | { id: number; op: 'subscribe'; frame: string; rate: number }
   | { id: number; op: 'close' };
 
 export interface WorkerReply {
@@ -18,22 +19,32 @@ export interface WorkerReply {
   error?: string;
 }
 
-let pool: Pool | undefined;
+const pools: Pool[] = [];
+/** Aborts every open, now and later: once the parent stops adding clients, it adds no more. */
 const opening = new AbortController();
 
 async function handle(request: WorkerRequest): Promise<unknown> {
   switch (request.op) {
-    case 'open':
-      pool = new Pool(request.spec);
+    case 'open': {
+      const pool = new Pool(request.spec);
+      pools.push(pool);
       return pool.open(opening.signal);
+    }
     case 'abort':
       return opening.abort();
     case 'snapshot':
-      return pool ? pool.snapshot(request.withRecipients) : emptySnapshot();
+      if (pools.length === 0) return emptySnapshot();
+      return pools.length === 1 ? pools[0]!.snapshot(request.withRecipients) : mergeSnapshots(await Promise.all(pools.map((pool) => pool.snapshot(request.withRecipients))));
     case 'reset':
-      return pool?.resetDelivery();
+      return Promise.all(pools.map((pool) => pool.resetDelivery()));
+    case 'subscribe': {
+      // Each pool takes its share of the rate, in proportion to its clients.
+      const held = pools.reduce((sum, pool) => sum + pool.size, 0);
+      const sent = await Promise.all(pools.map((pool) => pool.subscribeAll(request.frame, (request.rate * pool.size) / Math.max(1, held))));
+      return sent.reduce((sum, n) => sum + n, 0);
+    }
     case 'close':
-      await pool?.close();
+      await Promise.all(pools.map((pool) => pool.close()));
       setImmediate(() => process.disconnect());
       return undefined;
   }
@@ -50,6 +61,6 @@ process.on('message', (request: WorkerRequest) => {
 process.on('SIGINT', () => {});
 // The parent is gone (or closed us): drop the clients and leave.
 process.on('disconnect', () => {
-  void pool?.close();
+  for (const pool of pools) void pool.close();
   process.exit(0);
 });

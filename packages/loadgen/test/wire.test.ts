@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import { WebSocketServer } from 'ws';
 import { LoadClient, type ClientObserver } from '../src/load-client.ts';
+import { registerFrameOf } from '../src/roster.ts';
 import { Opcode, upgradeRequest, WireReader, type WireHandler } from '../src/wire.ts';
 
 const UPGRADED =
@@ -128,8 +129,9 @@ test('against a ws server: CONNECTED, the REGISTER read by the server, a ping an
     closed: (_client, code) => closed.resolve(code),
     notification: () => events.push('notification'),
   };
-  const register = '{"objType":"REGISTER","onEvents":[]}';
-  const client = new LoadClient(0, { url, event: undefined, register, recipient: undefined }, observer, { timeoutMs: 5000 });
+  const plan = { url, event: 'announcements', recipient: '7' };
+  const register = registerFrameOf(plan);
+  const client = new LoadClient(0, plan, observer, { timeoutMs: 5000 });
   client.start();
   assert.deepEqual(await serverSide, { register, pong: true, echoed: 1001 });
   assert.equal(await closed.promise, 1001);

@@ -13,8 +13,11 @@ import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
 import { runCommand } from '../src/cli.ts';
-import { parseCommand } from '../src/options.ts';
+import { registerFrame } from '../src/frames.ts';
+import { parseCommand, type HoldOptions } from '../src/options.ts';
+import { prepareRoster } from '../src/prepare.ts';
 import { completeReport, type RunReport } from '../src/report.ts';
+import { WorkerPools } from '../src/worker-pools.ts';
 
 const CLI = new URL('../src/cli.ts', import.meta.url).pathname;
 let gateway: Gateway;
@@ -174,6 +177,35 @@ test('fill --reconnect: first connects a busy node refused (HTTP 503) are made a
   assert.equal(report.counts.ready, clients, JSON.stringify(report.failures));
   assert.equal(report.counts.failed, 0);
   assert.ok(report.failures['reconnect HTTP 503']! >= clients, JSON.stringify(report.failures));
+});
+
+test('worker pools as a bench drives them: grown level by level over two nodes, then every client joins a broadcast audience', async () => {
+  await until(async () => (await subscriptions()) === 0);
+  const second = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: 0, host: '127.0.0.1' }));
+  const secondWs = `ws://127.0.0.1:${await second.listen()}`;
+  const secondSubscriptions = async () => (await second.metrics.subscriptions.get()).values[0]?.value ?? 0;
+  const options = parseCommand(['fill', `${ws},${secondWs}`, '--clients', '7', '--register', 'announcements', '--per-client', '--per-address', '2']) as HoldOptions;
+  const roster = await prepareRoster(options, options.wsUrl);
+  const pools = new WorkerPools({ roster, first: 0, count: 7, rate: 1000, perAddress: 2, timeoutMs: 10_000, reconnect: undefined, tallyEmits: false }, 3);
+  try {
+    await pools.growTo(2, 1000);
+    assert.equal(pools.pids().length, 1);
+    assert.equal((await pools.snapshot()).ready, 2);
+    // The first worker's room (one more), then a full worker and one more.
+    await pools.growTo(7, 1000);
+    assert.equal(pools.pids().length, 3);
+    const held = await pools.snapshot();
+    assert.deepEqual([held.ready, held.failed], [7, 0], JSON.stringify(held.failures));
+    // Client i on node i mod 2.
+    assert.deepEqual([await subscriptions(), await secondSubscriptions()], [4, 3]);
+    assert.equal(await pools.subscribe(registerFrame('announcements', undefined), 1000), 7);
+    await until(async () => (await pools.snapshot()).subscribed === 7);
+    assert.deepEqual([await subscriptions(), await secondSubscriptions()], [8, 6]);
+    assert.equal((await pools.snapshot()).subscribeRefused, 0);
+  } finally {
+    await pools.close();
+    await second.close();
+  }
 });
 
 /** What a restart does: drain the node (1001 to every client), then a new one on the same port. */

@@ -1,11 +1,11 @@
 /**
  * The node's code runners, built once from config `code`: an isolate pool for lean code and a sandbox
  * (worker processes, or containers when `code.docker` is set) for the rest. Each is created on first use,
- * so a node whose events carry no code, or only lean code, starts no process and writes no file.
+ * so a node whose events carry no code, or only lean code, starts no process and writes no file; the isolate
+ * runner's module (isolated-vm's addon) and the Docker client are loaded then too, not at start.
  */
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { CanConnectRequest, CanConnectVerdict, CodeRunner, PreparedCode, RunnerLimits, SystemCalls } from './code-runner.ts';
-import { IsolateRunner } from './isolate.ts';
 import type { DockerEndpoint } from './sandbox-docker.ts';
 import { processSandbox } from './sandbox-process.ts';
 import { unavailable } from './verdict.ts';
@@ -32,13 +32,17 @@ export class CodeRunners {
   }
 
   get isolate(): CodeRunner {
-    this.#isolate ??= new IsolateRunner(this.#limits(this.#options.isolates));
+    const limits = this.#limits(this.#options.isolates);
+    this.#isolate ??= loadedOnFirstUse('isolates', () => import('./isolate.ts').then(({ IsolateRunner }) => new IsolateRunner(limits)));
     return this.#isolate;
   }
 
   get sandbox(): CodeRunner {
     const { docker, sandboxes } = this.#options;
-    this.#sandbox ??= docker ? dockerSandboxLater(this.#limits(sandboxes), docker) : processSandbox(this.#limits(sandboxes));
+    const limits = this.#limits(sandboxes);
+    this.#sandbox ??= docker
+      ? loadedOnFirstUse('docker', () => import('./sandbox-docker.ts').then(({ dockerSandbox }) => dockerSandbox(limits, docker)))
+      : processSandbox(limits);
     return this.#sandbox;
   }
 
@@ -58,16 +62,19 @@ export class CodeRunners {
 }
 
 /**
- * The Docker sandbox, with dockerode loaded on first use: ~75 ms of every start for a node that never uses it.
+ * A runner whose module is loaded when the runner is first used, not at start: dockerode cost ~75 ms of every
+ * start, and isolated-vm's addon memory, for a node that never uses them. Once loaded, calls go straight to it.
  * Like every runner, it answers with a verdict, never a rejection (a failed load is `unavailable`).
  */
-function dockerSandboxLater(limits: RunnerLimits, endpoint: DockerEndpoint): CodeRunner {
-  const runner = import('./sandbox-docker.ts').then(({ dockerSandbox }) => dockerSandbox(limits, endpoint));
+function loadedOnFirstUse(what: string, load: () => Promise<CodeRunner>): CodeRunner {
+  let loaded: CodeRunner | undefined;
+  const runner = load().then((ready) => (loaded = ready));
   runner.catch(() => {}); // reported by each call below
   return {
     canConnect: (code, request, sys) =>
-      runner.then((loaded) => loaded.canConnect(code, request, sys), (error: Error) => unavailable(`docker: ${error.message}`)),
-    close: () => runner.then((loaded) => loaded.close(), () => undefined),
+      loaded?.canConnect(code, request, sys) ??
+      runner.then((ready) => ready.canConnect(code, request, sys), (error: Error) => unavailable(`${what}: ${error.message}`)),
+    close: () => runner.then((ready) => ready.close(), () => undefined),
   };
 }
 
