@@ -90,3 +90,11 @@ test('per client: between the first level with a quarter of the clients and the 
   assert.ok(p.serverKb(p.fitsServerOnly) <= 24_000_000 * 0.95 + p.nodeBaseKb);
   assert.ok(p.serverKb(p.fitsServerOnly + 20_000) > 24_000_000 * 0.95);
 });
+
+test("bench/scale.yaml is a config the node takes, whose people log in and whose load processes' token requests are not limited", async () => {
+  const { loadConfigFile } = await import('../../packages/gateway/src/config/load.ts');
+  const { SCALE_CONFIG } = await import('../scale-fleet.ts');
+  const config = loadConfigFile(SCALE_CONFIG);
+  assert.equal(config.tokenGenerators.customers?.passwordColumn, 'password_hash');
+  assert.ok(config.rateLimit.tokenRequests.burst >= 1000);
+});

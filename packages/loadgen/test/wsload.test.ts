@@ -11,7 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
-import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
+import { dirname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { DEFAULT_CONFIG_FILE, Gateway, parseConfig, type ConfigOverrides } from '@herald/gateway';
 import { runCommand } from '../src/cli.ts';
 import { registerFrame } from '../src/frames.ts';
 import { parseCommand, type HoldOptions } from '../src/options.ts';
@@ -25,8 +27,15 @@ let ws: string;
 let http: string;
 let dir: string;
 
+/** The default config, but for its limit on token requests: every wsload run of this file asks its node for tokens. */
+function testConfig(overrides: ConfigOverrides) {
+  const raw = parseYaml(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as Record<string, unknown>;
+  raw.rateLimit = { tokenRequests: { perSecond: 1000, burst: 1000 } };
+  return parseConfig(raw, dirname(DEFAULT_CONFIG_FILE), overrides);
+}
+
 before(async () => {
-  gateway = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: 0, host: '127.0.0.1' }));
+  gateway = await Gateway.create(testConfig({ port: 0, host: '127.0.0.1' }));
   const port = await gateway.listen();
   ws = `ws://127.0.0.1:${port}`;
   http = `http://127.0.0.1:${port}`;
@@ -166,7 +175,7 @@ test('fill --reconnect: first connects a busy node refused (HTTP 503) are made a
   const running = promisify(execFile)(process.execPath, argv, { timeout: 30_000 });
   await refusedAll;
   await new Promise((resolve) => busy.close(resolve));
-  const taker = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port, host: '127.0.0.1' }));
+  const taker = await Gateway.create(testConfig({ port, host: '127.0.0.1' }));
   try {
     await taker.listen();
     await running;
@@ -181,7 +190,7 @@ test('fill --reconnect: first connects a busy node refused (HTTP 503) are made a
 
 test('worker pools as a bench drives them: grown level by level over two nodes, then every client joins a broadcast audience', async () => {
   await until(async () => (await subscriptions()) === 0);
-  const second = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: 0, host: '127.0.0.1' }));
+  const second = await Gateway.create(testConfig({ port: 0, host: '127.0.0.1' }));
   const secondWs = `ws://127.0.0.1:${await second.listen()}`;
   const secondSubscriptions = async () => (await second.metrics.subscriptions.get()).values[0]?.value ?? 0;
   const options = parseCommand(['fill', `${ws},${secondWs}`, '--clients', '7', '--register', 'announcements', '--per-client', '--per-address', '2']) as HoldOptions;
@@ -211,7 +220,7 @@ test('worker pools as a bench drives them: grown level by level over two nodes, 
 /** What a restart does: drain the node (1001 to every client), then a new one on the same port. */
 async function restartGateway(): Promise<void> {
   await gateway.close();
-  gateway = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: Number(new URL(http).port), host: '127.0.0.1' }));
+  gateway = await Gateway.create(testConfig({ port: Number(new URL(http).port), host: '127.0.0.1' }));
   await gateway.listen();
 }
 
