@@ -6,6 +6,7 @@
  */
 import {
   CloseCode,
+  type Criteria,
   EventType,
   shouldReconnect,
   type ClientFrame,
@@ -18,11 +19,12 @@ import {
   type WireError,
 } from '@herald/protocol';
 import { reconnectDelayAfter } from './backoff.ts';
-import { Connection, HeraldError, type ConnectionHandlers, type Ended, type Notification } from './connection.ts';
+import { Connection, HeraldError, type ConnectionHandlers, type Ended, type WireNotification } from './connection.ts';
 import { Emitter, iterate, type Listener } from './emitter.ts';
 import { settingsOf, type ConnectOptions, type Settings } from './options.ts';
 import { Subscriptions } from './subscriptions.ts';
 import { msUntilRefresh, type TokenReason, type Tokens } from './tokens.ts';
+import { Callbacks, entryOf, type EventMap, type Notification, type SubscribeOptions, type Subscription } from './typed.ts';
 
 /** What a REGISTER entry may leave out: eventType defaults to CUSTOM_WS_EVENTS, getEventData to true. */
 export type OnEventInput = Partial<Pick<OnEvent, 'eventType' | 'getEventData'>> & Omit<OnEvent, 'eventType' | 'getEventData'>;
@@ -72,8 +74,8 @@ export interface HistoryLostEvent {
   eventId: string;
 }
 
-export interface ClientEvents {
-  notification: Notification;
+export interface ClientEvents<E extends EventMap = EventMap> {
+  notification: Notification<E>;
   /** After every close: of an open connection, of a failed attempt, and of close() by the application. */
   disconnected: DisconnectedEvent;
   /** Open again, with the held subscriptions registered again. */
@@ -104,12 +106,24 @@ interface Waiter<T> {
   reject(error: Error): void;
 }
 
-export class HeraldClient {
+/** A notification of one event of E. */
+type NotificationOf<E extends EventMap, K extends keyof E & string> = Extract<Notification<E>, { apiName: K }>;
+
+/**
+ * A client whose notifications are typed by event name: `createClient<{ 'order-updates': { orderId: number } }>(options)`.
+ * The same as `new HeraldClient<E>(options)`; call `connect()` on it.
+ */
+export function createClient<E extends EventMap = EventMap>(options: ConnectOptions): HeraldClient<E> {
+  return new HeraldClient<E>(options);
+}
+
+export class HeraldClient<E extends EventMap = EventMap> {
   /** Settles once, when the client stops for good: close(), a final close code, or maxAttempts used up. */
   readonly closed: Promise<CloseInfo>;
   readonly #settings: Settings;
-  readonly #events = new Emitter<ClientEvents>();
+  readonly #events = new Emitter<ClientEvents<E>>();
   readonly #subscriptions = new Subscriptions();
+  readonly #callbacks = new Callbacks<Notification<E>>();
   readonly #handlers: ConnectionHandlers = {
     notification: (n) => this.#notify(n),
     closed: (connection) => this.#onClosed(connection),
@@ -138,8 +152,8 @@ export class HeraldClient {
   }
 
   /** A client, once connected. Rejects like connect(). */
-  static async connect(options: ConnectOptions): Promise<HeraldClient> {
-    const client = new HeraldClient(options);
+  static async connect<E extends EventMap = EventMap>(options: ConnectOptions): Promise<HeraldClient<E>> {
+    const client = new HeraldClient<E>(options);
     await client.connect();
     return client;
   }
@@ -163,11 +177,40 @@ export class HeraldClient {
    * errors). An entry may carry `since` (a position kept from an earlier session): the node then replays what it
    * missed, and its valid entry says whether it was `recovered`.
    */
-  async register(onEvents: OnEventInput[]): Promise<RegisterResult> {
+  register(onEvents: OnEventInput[]): Promise<RegisterResult> {
+    return this.#register(onEvents, () => {});
+  }
+
+  /**
+   * Subscribe to one event, with criteria or without (undefined: every notification of the event the API user
+   * may have), and call `listener` for each of its notifications, typed by the event's name. Resolves once the node
+   * accepted it; rejects with a HeraldError carrying the node's errors when it refused it.
+   */
+  async subscribe<K extends keyof E & string>(
+    apiName: K, criteria: Criteria | undefined, listener: (notification: NotificationOf<E, K>) => void, options: SubscribeOptions = {},
+  ): Promise<Subscription> {
+    // Each notification reaches the callback of its handle only, and a handle is one entry of event K.
+    const callback = listener as (notification: Notification<E>) => void;
+    const { validOnEvents, invalidOnEvents } = await this.#register([entryOf(apiName, criteria, options)], (handle) => this.#callbacks.set(handle, callback));
+    const valid = validOnEvents[0];
+    if (valid === undefined) {
+      const errors = invalidOnEvents[0]?.errors ?? [];
+      throw new HeraldError(`${apiName} refused: ${errors.map((e) => e.message).join('; ')}`, errors);
+    }
+    const { eventId, offset, epoch, recovered } = valid;
+    return { eventId, apiName, offset, epoch, recovered, unsubscribe: async () => void (await this.unregister([eventId])) };
+  }
+
+  /** `held` sees each accepted entry's handle as its reply is read, before any of its notifications. */
+  async #register(onEvents: OnEventInput[], held: (handle: string) => void): Promise<RegisterResult> {
     const frame: ClientFrame = { objType: 'REGISTER', onEvents: onEvents.map(withDefaults) };
     // Each accepted entry is held as soon as the reply is read: its replay and notifications come right after it.
     const hold = (reply: ServerFrame): void => {
-      for (const valid of (reply as RegisterReply).response.validOnEvents) this.#subscriptions.registered(this.#subscriptions.add(valid), valid);
+      for (const valid of (reply as RegisterReply).response.validOnEvents) {
+        const handle = this.#subscriptions.add(valid);
+        this.#subscriptions.registered(handle, valid);
+        held(handle);
+      }
     };
     const { response } = (await this.#request(() => frame, hold)) as RegisterReply;
     const validOnEvents = response.validOnEvents.map((valid) => ({ ...valid, eventId: this.#subscriptions.add(valid) }));
@@ -186,21 +229,22 @@ export class HeraldClient {
       typeof entry.eventId === 'string' ? { ...entry, eventId: subscriptions.handleOf(entry.eventId) } : entry,
     );
     const validOnEvents = response.validOnEvents.map(({ eventId }) => ({ eventId: subscriptions.remove(eventId) }));
+    for (const { eventId } of validOnEvents) this.#callbacks.delete(eventId);
     return { validOnEvents, invalidOnEvents };
   }
 
   /** Listen to an event (see ClientEvents); answers a function that stops listening. */
-  on<K extends keyof ClientEvents>(type: K, listener: Listener<ClientEvents[K]>): () => void {
+  on<K extends keyof ClientEvents<E>>(type: K, listener: Listener<ClientEvents<E>[K]>): () => void {
     return this.#events.on(type, listener);
   }
 
   /** Call `listener` for every notification; answers a function that stops it. */
-  onNotification(listener: Listener<Notification>): () => void {
+  onNotification(listener: Listener<Notification<E>>): () => void {
     return this.#events.on('notification', listener);
   }
 
   /** Notifications from now on, as an async iterator that ends when the client is closed. */
-  notifications(): AsyncGenerator<Notification, void, undefined> {
+  notifications(): AsyncGenerator<Notification<E>, void, undefined> {
     return iterate((push) => this.onNotification(push), this.closed);
   }
 
@@ -243,7 +287,7 @@ export class HeraldClient {
     const tokens = await this.#tokensFor(reason);
     const stoppedSince = this.#stoppedEnd();
     if (stoppedSince) return stoppedSince;
-    const connection = new Connection(this.#settings.url, tokens, this.#handlers);
+    const connection = new Connection(this.#settings.url, tokens, this.#handlers, this.#settings.timing);
     this.#connection = connection;
     const handshaken = await connection.ready.then(() => true, () => false);
     const replies = handshaken ? await this.#registerHeld(connection) : [];
@@ -256,6 +300,7 @@ export class HeraldClient {
       const refused = replies
         .filter((reply) => reply.eventId === undefined)
         .map(({ handle, onEvent, errors }) => ({ eventId: handle, onEvent, errors }));
+      for (const { eventId } of refused) this.#callbacks.delete(eventId);
       const recovered = Object.fromEntries(replies.flatMap(({ handle, eventId, recovered }) => (eventId === undefined || recovered === undefined ? [] : [[handle, recovered]])));
       this.#events.emit('reconnected', { attempt, registered, refused, recovered });
     }
@@ -294,16 +339,24 @@ export class HeraldClient {
     );
   }
 
-  /** A NOTIFICATION, named by its handle; one of an event with history is dropped when it is a repeat. */
-  #notify(notification: Notification): void {
+  /**
+   * A NOTIFICATION, named by its handle and event; one of an event with history is dropped when it is a repeat, and
+   * one for a subscription the client does not hold (none is sent after its UNREGISTER reply) is reported, not delivered.
+   */
+  #notify(notification: WireNotification): void {
     const eventId = this.#subscriptions.handleOf(notification.eventId);
+    const apiName = this.#subscriptions.apiNameOf(eventId);
+    if (apiName === undefined) return this.#events.emit('error', new Error(`a notification for no held subscription (${eventId})`));
     const { offset, epoch } = notification;
     if (offset !== undefined && epoch !== undefined) {
       const seen = this.#subscriptions.seen(eventId, offset, epoch);
       if (seen === 'duplicate') return;
       if (seen === 'epoch_changed') this.#events.emit('historyLost', { eventId });
     }
-    this.#events.emit('notification', { ...notification, eventId });
+    // The node names the event by eventId only; its eventData is what the application declared for apiName.
+    const typed = { ...notification, eventId, apiName } as Notification<E>;
+    this.#events.emit('notification', typed);
+    this.#callbacks.call(eventId, typed);
   }
 
   /** An open connection closed: reconnect, or stop. Attempts in flight watch their own socket instead. */
@@ -443,3 +496,4 @@ function reasonAfter(ended: Ended): TokenReason {
 }
 
 export { HeraldError, type ConnectOptions, type Notification };
+export type { EventMap, SubscribeOptions, Subscription } from './typed.ts';

@@ -3,9 +3,11 @@
  * The client makes a new one for every attempt; reconnecting is the client's business, not this one's.
  */
 import type { ClientFrame, NotificationFrame, ServerFrame, WireError } from '@herald/protocol';
+import { Liveness } from './liveness.ts';
 import type { Tokens } from './tokens.ts';
 
-export type Notification = NotificationFrame['response'];
+/** A NOTIFICATION as the wire has it (the client names it by handle and event before the application sees it). */
+export type WireNotification = NotificationFrame['response'];
 
 /** How a socket ended: the close code and reason, and the TOKEN_VALIDATION errors when the handshake was refused. */
 export interface Ended {
@@ -27,8 +29,25 @@ export class HeraldError extends Error {
   }
 }
 
+/** How a connection that never says CONNECTED, or that goes silent, is given up on, reported as dropped. */
+const ABANDONED = 1006;
+
+/** The liveness probe: an UNREGISTER of nothing, which every node answers and which changes nothing. */
+const PROBE: ClientFrame = { objType: 'UNREGISTER', onEvents: [] };
+
+export interface LivenessTiming {
+  idleMs: number;
+  timeoutMs: number;
+}
+
+export interface Timing {
+  connectTimeoutMs: number;
+  /** Undefined: no liveness check. */
+  liveness: LivenessTiming | undefined;
+}
+
 export interface ConnectionHandlers {
-  notification(notification: Notification): void;
+  notification(notification: WireNotification): void;
   /** The socket closed; `connection.ended` says how. Called after `ready` and pending requests have been rejected. */
   closed(connection: Connection): void;
   /** A frame that answers nothing: not JSON, or an ERROR with no request waiting. */
@@ -54,21 +73,28 @@ export class Connection {
   // The gateway answers a connection's frames in the order it received them, so a FIFO matches replies.
   readonly #waiting: Waiter[] = [];
   #refusal: WireError[] = [];
+  #rejectReady: (error: Error) => void = () => {};
+  #liveness: Liveness | undefined;
 
-  constructor(url: string, tokens: Tokens, handlers: ConnectionHandlers) {
+  constructor(url: string, tokens: Tokens, handlers: ConnectionHandlers, timing: Timing) {
     const address = new URL(url);
     address.searchParams.set('x-am-authorization', tokens.apiToken);
     if (tokens.personToken) address.searchParams.set('x-am-user-authorization', tokens.personToken);
     this.#handlers = handlers;
+    if (typeof globalThis.WebSocket !== 'function') throw new TypeError('no global WebSocket: @herald/client needs a browser or Node.js 22+');
     this.#socket = new WebSocket(address);
     this.ready = new Promise((resolve, reject) => {
-      this.#socket.addEventListener('message', ({ data }) => this.#onFrame(String(data), resolve));
+      this.#rejectReady = reject;
+      const handshake = setTimeout(() => this.#abandon(`no CONNECTED within ${timing.connectTimeoutMs} ms`), timing.connectTimeoutMs);
+      const connected = (): void => {
+        clearTimeout(handshake);
+        if (timing.liveness) this.#liveness = this.#watch(timing.liveness);
+        resolve();
+      };
+      this.#socket.addEventListener('message', ({ data }) => this.#onFrame(String(data), connected));
       this.#socket.addEventListener('close', ({ code, reason }) => {
-        this.ended = { code, reason, errors: this.#refusal };
-        reject(new HeraldError(`not connected (${code} ${reason})`, this.#refusal, code));
-        const error = new HeraldError(`connection closed (${code} ${reason})`, [], code);
-        for (const waiter of this.#waiting.splice(0)) waiter.reject(error);
-        handlers.closed(this);
+        clearTimeout(handshake);
+        this.#end(code, reason);
       });
     });
   }
@@ -93,7 +119,37 @@ export class Connection {
     this.#socket.close(code, reason);
   }
 
+  /** Ended, once: everything waiting is told, then the client. */
+  #end(code: number, reason: string): void {
+    if (this.ended) return;
+    this.#liveness?.stop();
+    this.ended = { code, reason, errors: this.#refusal };
+    this.#rejectReady(new HeraldError(`not connected (${code} ${reason})`, this.#refusal, code));
+    const error = new HeraldError(`connection closed (${code} ${reason})`, [], code);
+    for (const waiter of this.#waiting.splice(0)) waiter.reject(error);
+    this.#handlers.closed(this);
+  }
+
+  /**
+   * Give up on a socket that does not answer: it ends now, as dropped (1006), without waiting for a closing
+   * handshake that a dead path would never complete; the close sent is for a node that is only slow.
+   */
+  #abandon(reason: string): void {
+    this.#end(ABANDONED, reason);
+    this.#socket.close(1000, reason);
+  }
+
+  #watch({ idleMs, timeoutMs }: LivenessTiming): Liveness {
+    return new Liveness({
+      idleMs,
+      timeoutMs,
+      probe: () => void this.request(PROBE).catch(() => {}),
+      dead: () => this.#abandon(`no frame from the node within ${timeoutMs} ms of a probe`),
+    });
+  }
+
   #onFrame(text: string, connected: () => void): void {
+    this.#liveness?.heard();
     let frame: ServerFrame;
     try {
       frame = JSON.parse(text) as ServerFrame;

@@ -62,6 +62,11 @@ export class Subscriptions {
     return this.#handleOf.get(eventId) ?? eventId;
   }
 
+  /** The event a handle subscribes to; undefined for a handle the client does not hold. */
+  apiNameOf(handle: string): string | undefined {
+    return this.#byHandle.get(handle)?.onEvent.apiName;
+  }
+
   /** The current eventId of a handle; an unknown handle is answered as is, for the node to judge. */
   eventIdOf(handle: string): string {
     return this.#byHandle.get(handle)?.eventId ?? handle;

@@ -54,6 +54,7 @@ test('connect, register, receive, unregister', async () => {
   const { offset, epoch } = reply.validOnEvents[0] ?? {};
   assert.deepEqual(await received, {
     eventId: reply.validOnEvents[0]?.eventId,
+    apiName: 'order-updates',
     eventType: 'CUSTOM_WS_EVENTS',
     offset: (offset ?? NaN) + 1,
     epoch,

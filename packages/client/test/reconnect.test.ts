@@ -58,7 +58,7 @@ test('after the node closes every socket: reconnect, register again, notificatio
   const received = next(client, 'notification');
   await emit(node, 'order-updates', { recipientId: 2, status: 'shipped' });
   const { offset, epoch, ...notification } = await received;
-  assert.deepEqual(notification, { eventId: handles[0], eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, status: 'shipped' } });
+  assert.deepEqual(notification, { eventId: handles[0], apiName: 'order-updates', eventType: 'CUSTOM_WS_EVENTS', eventData: { recipientId: 2, status: 'shipped' } });
   assert.equal(typeof offset === 'number' && typeof epoch === 'string', true, 'order-updates keeps a history: its position');
   const released = await client.unregister([handles[1] ?? '']);
   assert.deepEqual(released, { validOnEvents: [{ eventId: handles[1] }], invalidOnEvents: [] });
