@@ -338,6 +338,19 @@ export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
       help: 'Webhook batches sent again after a failure (no answer, a timeout, a 5xx or 429)',
       registers,
     }),
+    canaryRoundTrip: new Histogram({
+      name: 'herald_canary_round_trip_seconds',
+      help: "Round trips of this node's delivery canaries through the broker, by target: self (this node's own channel) or peer (another node's channel and its answer on this node's)",
+      labelNames: ['target'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers,
+    }),
+    canaryMissed: new Counter({
+      name: 'herald_canary_missed_total',
+      help: 'Delivery canaries not back within canary.timeoutMs, by target (self, peer); missed own canaries turn the node not-ready',
+      labelNames: ['target'],
+      registers,
+    }),
     framesPaused: new Counter({
       name: 'herald_frames_paused_total',
       help: 'Times a client sent frames faster than the node answered them, and its socket stopped being read until the answers caught up',

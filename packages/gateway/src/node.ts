@@ -36,6 +36,10 @@ import { Webhooks } from './webhooks.ts';
 import { Hub } from './hub/hub.ts';
 import { describe, type Subject } from './session/subjects.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { Canary } from './canary.ts';
+import { FleetStatus } from './status/fleet.ts';
+import { StatusSampler } from './status/record.ts';
+import { statusRoutes } from './http/status.ts';
 import { Admission } from './transport/admission.ts';
 import { WebSocketTransport } from './transport/websocket.ts';
 
@@ -65,7 +69,13 @@ export class Gateway {
   readonly #sessions: LocalSessions;
   readonly #control: FleetControl;
   readonly #webhooks: Webhooks | undefined;
+  readonly #canary: Canary;
+  readonly #fleetStatus: FleetStatus;
   #ready = false;
+  /** While Redis is lost, its failed writes and reads are counted but not logged: "Redis lost" said it once. */
+  #redisLost = false;
+  /** Whether the emit's reads were last said to be on their own connection (undefined: not said yet). */
+  #leanReads: boolean | undefined;
   #ports: Ports | undefined;
 
   private constructor(
@@ -73,7 +83,7 @@ export class Gateway {
   ) {
     this.config = config;
     this.#dataSources = dataSources;
-    const ready = () => this.#ready && this.broker.ready();
+    const ready = () => this.#ready && this.broker.ready() && this.#canary.healthy();
     this.metrics = createMetrics({ ready });
     const { websocket } = config;
     this.#http = new HttpServers({
@@ -89,6 +99,8 @@ export class Gateway {
     const histories = historiesOf(config);
     const broker = deps.broker ?? this.#brokerFor(nodeId, contain, histories);
     this.broker = broker;
+    this.#canary = this.#canaryFor(broker);
+    this.#fleetStatus = new FleetStatus({ broker, sampler: new StatusSampler({ metrics: this.metrics, nodeId: broker.nodeId, ready }), intervalMs: config.status.intervalMs });
     this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
@@ -145,6 +157,26 @@ export class Gateway {
       tables: (app) => tableRoutes(app, { userPath, authenticator, tables, dataSources, broker, metrics, limits, rateLimiters: limiters }),
       control: (app) => controlApi(app, { userPath, authenticator, control: this.#control, groups: config.control.groups }),
       metrics: (app) => metricsRoute(app, metrics),
+      status: (app) => statusRoutes(app, this.#fleetStatus),
+    });
+  }
+
+  /** The delivery canary: its round trips and misses as metrics, its own channel's loss and return as one log line each. */
+  #canaryFor(broker: Broker): Canary {
+    const { metrics, log } = this;
+    const { intervalMs, timeoutMs } = this.config.canary;
+    const seconds = (ms: number) => Math.round(ms / 100) / 10;
+    return new Canary({
+      broker,
+      intervalMs,
+      timeoutMs,
+      observer: {
+        roundTrip: (value, target) => metrics.canaryRoundTrip.observe({ target }, value),
+        missed: (target) => metrics.canaryMissed.inc({ target }),
+        channelLost: (silentMs) =>
+          log.error({ silentMs: Math.round(silentMs) }, `this node's channel stopped delivering: none of its canaries came back through the broker for ${seconds(silentMs)} s; not ready until one does`),
+        channelBack: (silentMs) => log.info({ silentMs: Math.round(silentMs) }, `this node's channel delivers again (a canary came back after ${seconds(silentMs)} s): ready`),
+      },
     });
   }
 
@@ -203,17 +235,28 @@ export class Gateway {
           metrics.sweptRoutes.inc(routes);
           log.warn({ deadNodeId, routes }, 'swept the routes of a dead node');
         },
-        writeFailed(error) {
+        writeFailed: (error) => {
           metrics.brokerWriteFailures.inc();
-          log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');
+          if (!this.#redisLost) log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');
+        },
+        redisLost: (why) => {
+          this.#redisLost = true;
+          log.error({ why }, 'Redis lost: emits answer 503 and this node is not ready until Redis is back');
+        },
+        redisBack: () => {
+          this.#redisLost = false;
+          log.info('Redis back');
         },
         undeliverable(error) {
           contain('broker_message', error);
         },
-        leanReads(lean, why) {
+        leanReads: (lean, why) => {
           metrics.leanReads.set(lean ? 1 : 0);
+          // Told at each failed reconnect of that connection: said once per change, and not while "Redis lost" says it all.
+          if (lean === this.#leanReads) return;
+          this.#leanReads = lean;
           if (lean) log.info("the emit's registry reads are on their own connection to Redis");
-          else log.warn({ why }, "the emit's registry reads go through ioredis until their own connection to Redis is back");
+          else if (!this.#redisLost) log.warn({ why }, "the emit's registry reads go through ioredis until their own connection to Redis is back");
         },
         historyAppended: (routes) => metrics.historyAppends.inc(routes),
         historyAppendFailed: () => metrics.historyAppendFailures.inc(),
@@ -235,7 +278,9 @@ export class Gateway {
         learned(subject, revokedAt);
       },
       counted: (size) => metrics.revocations.set(size),
-      failed: (error) => this.log.warn({ err: error }, 'could not read the revocations; the next read reads back further'),
+      failed: (error) => {
+        if (!this.#redisLost) this.log.warn({ err: error }, 'could not read the revocations; the next read reads back further');
+      },
     });
   }
 
@@ -262,7 +307,9 @@ export class Gateway {
 
   /** Start the broker, then listen; answers the clients' port (useful with port 0). */
   async listen(): Promise<number> {
-    await this.broker.start((event, eventData, positions, json) => this.hub.deliver(event, eventData, positions, json), this.#control.receive);
+    await this.broker.start((event, eventData, positions, json) => this.hub.deliver(event, eventData, positions, json), this.#control.receive, this.#canary.receive);
+    this.#canary.start();
+    this.#fleetStatus.start();
     // Before the port opens: no handshake may pass a revocation this node has not read yet.
     await this.#revocations.start();
     this.#sessions.start();
@@ -290,6 +337,8 @@ export class Gateway {
       this.#fastPath?.close();
     }
     this.#admission.close();
+    this.#canary.stop();
+    this.#fleetStatus.stop();
     this.#sessions.close();
     this.#revocations.close();
     await this.broker.close();

@@ -3,8 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { parse, stringify } from 'yaml';
 import { DEFAULT_CONFIG_FILE, loadConfigFile, type ConfigOverrides } from '../src/config/load.ts';
+import { configSchema } from '../src/config/schema.ts';
 import { ConfigError } from '../src/errors.ts';
 import { Gateway } from '../src/node.ts';
 
@@ -162,6 +164,35 @@ describe('config', () => {
     assert.equal(loadConfigFile(writeConfig(raw)).redis?.routeBuckets, 4096);
     raw.redis.routeBuckets = 0;
     refuses(raw, ['redis.routeBuckets']);
+  });
+
+  it('canary and status: defaults 5 s, 15 s and 2 s; integers in range taken, a timeout not past the interval and anything else refused', () => {
+    const config = loadConfigFile(DEFAULT_CONFIG_FILE);
+    assert.deepEqual([config.canary, config.status], [{ intervalMs: 5000, timeoutMs: 15_000 }, { intervalMs: 2000 }]);
+    // Mostly plausible integers, so that valid combinations come up often; then anything a YAML file could hold.
+    const value = fc.oneof(
+      { arbitrary: fc.integer({ min: 50, max: 70_000 }), weight: 8 },
+      fc.integer({ min: -10, max: 4_000_000 }),
+      fc.double(),
+      fc.string(),
+      fc.constant(null),
+    );
+    const integerIn = (v: unknown, min: number, max: number): v is number => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+    let valids = 0;
+    fc.assert(
+      fc.property(value, value, value, (intervalMs, timeoutMs, statusMs) => {
+        const raw = { ...shipped(), canary: { intervalMs, timeoutMs }, status: { intervalMs: statusMs } };
+        const parsed = configSchema.safeParse(raw);
+        const valid =
+          integerIn(intervalMs, 100, 3_600_000) && integerIn(timeoutMs, 100, 3_600_000) && timeoutMs > intervalMs && integerIn(statusMs, 100, 60_000);
+        assert.equal(parsed.success, valid, JSON.stringify({ intervalMs, timeoutMs, statusMs }));
+        if (parsed.success) assert.deepEqual([parsed.data.canary, parsed.data.status], [{ intervalMs, timeoutMs }, { intervalMs: statusMs }]);
+        if (valid) valids++;
+      }),
+      { numRuns: 300 },
+    );
+    assert.ok(valids > 10, `only ${valids} valid combinations were tried`);
+    refuses({ ...shipped(), canary: { intervalMs: 5000, timeoutMs: 5000 } }, ['canary.timeoutMs', 'longer than intervalMs']);
   });
 
   it('refuses a node id (HERALD_NODE_ID) holding the "," that Redis joins node ids with, or an empty one', async () => {

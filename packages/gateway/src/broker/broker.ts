@@ -50,6 +50,9 @@ export interface HistoryRange {
 /** Called on a node for every control message sent to it (broadcast or sendTo), in the order sent from one node. */
 export type ControlHandler = (message: string) => void;
 
+/** Called on a node for every canary put on its channel (Broker.sendCanary). */
+export type CanaryHandler = (canary: string) => void;
+
 /** A revocation as stored: the subject (e.g. `person:<generator>:<id>`) and when its tokens were revoked, ms. */
 export type Revocation = readonly [subject: string, revokedAt: number];
 
@@ -58,8 +61,8 @@ export interface Broker {
   readonly nodeId: string;
   /** Whether the broker can carry emits now (a node that cannot reports not-ready). */
   ready(): boolean;
-  /** Start receiving emits, and control messages, for this node. */
-  start(onDelivery: DeliveryHandler, onControl?: ControlHandler): Promise<void>;
+  /** Start receiving emits, control messages and canaries for this node. */
+  start(onDelivery: DeliveryHandler, onControl?: ControlHandler, onCanary?: CanaryHandler): Promise<void>;
   /**
    * The first local subscriber on `route` appeared. Settles once other nodes can route to it, or once the
    * broker has taken charge of writing it when it can (Redis unreachable): it never rejects. The Redis broker
@@ -99,6 +102,17 @@ export interface Broker {
    * with GatewayError UNAVAILABLE when the fleet cannot be reached.
    */
   history(route: Route, range?: HistoryRange): Promise<HistoryRead>;
+  /** The live nodes (those broadcast reaches), this one included. Rejects with UNAVAILABLE. */
+  liveNodes(): Promise<readonly string[]>;
+  /**
+   * Put a canary on a node's channel. Unlike a control message, one to this node goes the whole way too (through
+   * Redis): what a canary checks is that the node's channel delivers. Rejects with UNAVAILABLE.
+   */
+  sendCanary(nodeId: string, canary: string): Promise<void>;
+  /** Keep this node's status record (a short JSON text) where every node reads it, while this node is live. Rejects with UNAVAILABLE. */
+  putStatus(record: string): Promise<void>;
+  /** The last status record of every live node that has one, by node id. Rejects with UNAVAILABLE. */
+  fleetStatus(): Promise<ReadonlyMap<string, string>>;
   /** Stop receiving, and forget this node's routes (in Redis too: a drained node leaves nothing behind). */
   close(): Promise<void>;
 }
@@ -122,4 +136,8 @@ export interface BrokerObserver {
   historyAppended(routes: number): void;
   /** An emit's appends failed (the emit is answered 503). */
   historyAppendFailed(error: Error): void;
+  /** The connection to Redis was lost (`why`); told once until it is back. */
+  redisLost(why: string): void;
+  /** Redis answers again after redisLost. */
+  redisBack(): void;
 }

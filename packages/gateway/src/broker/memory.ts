@@ -5,7 +5,7 @@
 import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../config/schema.ts';
 import { shapeKeyOf, valuesKeyIn, routeKeyOf, type Route } from '../events/routing.ts';
-import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from './broker.ts';
+import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from './broker.ts';
 import { MemoryHistories } from './memory-history.ts';
 
 interface Shape {
@@ -28,6 +28,8 @@ type HistoryObserver = Pick<BrokerObserver, 'historyAppended'>;
 export class MemoryBus {
   readonly #handlers = new Map<string, DeliveryHandler>();
   readonly #controls = new Map<string, ControlHandler>();
+  readonly #canaries = new Map<string, CanaryHandler>();
+  readonly #statuses = new Map<string, string>();
   /** subject -> revokedAt, ms */
   readonly #revocations = new Map<string, number>();
   readonly #routes = new Map<string, Set<string>>();
@@ -47,14 +49,17 @@ export class MemoryBus {
     return new MemoryBroker(this, nodeId, observer);
   }
 
-  attach(nodeId: string, handler: DeliveryHandler, onControl: ControlHandler = () => {}): void {
+  attach(nodeId: string, handler: DeliveryHandler, onControl: ControlHandler = () => {}, onCanary: CanaryHandler = () => {}): void {
     this.#handlers.set(nodeId, handler);
     this.#controls.set(nodeId, onControl);
+    this.#canaries.set(nodeId, onCanary);
   }
 
   detach(nodeId: string): void {
     this.#handlers.delete(nodeId);
     this.#controls.delete(nodeId);
+    this.#canaries.delete(nodeId);
+    this.#statuses.delete(nodeId);
     for (const [key, nodes] of this.#routes) {
       if (nodes.has(nodeId)) this.remove(nodeId, key);
     }
@@ -118,6 +123,25 @@ export class MemoryBus {
     this.#controls.get(nodeId)?.(message);
   }
 
+  /** Every attached node is live. */
+  liveNodes(): string[] {
+    return [...this.#controls.keys()];
+  }
+
+  /** Later, as from a channel: a canary never runs its receiver inside the sender's call. */
+  sendCanary(nodeId: string, canary: string): void {
+    const handler = this.#canaries.get(nodeId);
+    if (handler) queueMicrotask(() => handler(canary));
+  }
+
+  putStatus(nodeId: string, record: string): void {
+    if (this.#controls.has(nodeId)) this.#statuses.set(nodeId, record);
+  }
+
+  fleetStatus(): Map<string, string> {
+    return new Map(this.#statuses);
+  }
+
   revoke(subject: string, revokedAt: number, keepMs: number): void {
     this.#revocations.set(subject, Math.max(revokedAt, this.#revocations.get(subject) ?? -Infinity));
     for (const [each, at] of this.#revocations) if (at < revokedAt - keepMs) this.#revocations.delete(each);
@@ -174,8 +198,8 @@ class MemoryBroker implements Broker {
     return true;
   }
 
-  async start(onDelivery: DeliveryHandler, onControl?: ControlHandler): Promise<void> {
-    this.#bus.attach(this.nodeId, onDelivery, onControl);
+  async start(onDelivery: DeliveryHandler, onControl?: ControlHandler, onCanary?: CanaryHandler): Promise<void> {
+    this.#bus.attach(this.nodeId, onDelivery, onControl, onCanary);
   }
 
   async addRoute(route: Route): Promise<void> {
@@ -208,6 +232,22 @@ class MemoryBroker implements Broker {
 
   async revocations(since: number): Promise<Revocation[]> {
     return this.#bus.revocations(since);
+  }
+
+  async liveNodes(): Promise<readonly string[]> {
+    return this.#bus.liveNodes();
+  }
+
+  async sendCanary(nodeId: string, canary: string): Promise<void> {
+    this.#bus.sendCanary(nodeId, canary);
+  }
+
+  async putStatus(record: string): Promise<void> {
+    this.#bus.putStatus(this.nodeId, record);
+  }
+
+  async fleetStatus(): Promise<ReadonlyMap<string, string>> {
+    return this.#bus.fleetStatus();
   }
 
   async close(): Promise<void> {

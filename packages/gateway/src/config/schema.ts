@@ -273,6 +273,26 @@ const redis = z
     message: 'set exactly one of url and cluster',
   });
 
+const canary = z
+  .object({
+    /** How often each node sends a canary through the broker to every live node's channel, its own included. Default 5 s. */
+    intervalMs: z.number().int().min(100).max(3_600_000).default(5000),
+    /**
+     * A canary not back within this is missed; when none of this node's own has come back within it, the node turns
+     * not-ready until one does. Default 15 s: three intervals.
+     */
+    timeoutMs: z.number().int().min(100).max(3_600_000).default(15_000),
+  })
+  .strict()
+  .refine((c) => c.timeoutMs > c.intervalMs, { message: 'must be longer than intervalMs', path: ['timeoutMs'] });
+
+const status = z
+  .object({
+    /** How often each node writes its status record (the back end's /status page reads them). Default 2 s. */
+    intervalMs: z.number().int().min(100).max(60_000).default(2000),
+  })
+  .strict();
+
 const drain = z
   .object({
     /** Sockets closed with 1001 per batch while draining. Default 256. */
@@ -395,6 +415,8 @@ export const configSchema = z
     websocket: websocket.prefault({}),
     /** Absent: the in-process broker (a fleet of one). */
     redis: redis.optional(),
+    canary: canary.prefault({}),
+    status: status.prefault({}),
     drain: drain.prefault({}),
     admission: admission.prefault({}),
     tables: tables.prefault({}),

@@ -2,7 +2,7 @@
  * The node's HTTP side: one fastify instance per port, each serving the route groups of its port, all sharing the
  * node's hub, broker and metrics. Without server.apiPort one instance serves everything on server.port. With it, the
  * clients' port keeps what browsers call (the WebSocket, token, health) and the API port takes what back ends call
- * (emit, the table API, the control API, token, health, /metrics), so that only the clients' port need be reachable from outside.
+ * (emit, the table API, the control API, token, health, /metrics, the /status page), so that only the clients' port need be reachable from outside.
  */
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyListenOptions, type FastifyServerOptions } from 'fastify';
@@ -10,14 +10,14 @@ import type { Config } from '../config/schema.ts';
 import type { Metrics } from '../metrics.ts';
 import { answerFailure, installErrorHandling } from './envelope.ts';
 
-export type RouteGroup = 'websocket' | 'token' | 'health' | 'emit' | 'tables' | 'control' | 'metrics';
+export type RouteGroup = 'websocket' | 'token' | 'health' | 'emit' | 'tables' | 'control' | 'metrics' | 'status';
 
 /** What each group puts on an instance: its routes (the WebSocket plugin is registered here, before them). */
 export type RouteMounts = Record<RouteGroup, (app: FastifyInstance) => void>;
 
-export const ONE_PORT: readonly RouteGroup[] = ['websocket', 'token', 'health', 'emit', 'tables', 'control', 'metrics'];
+export const ONE_PORT: readonly RouteGroup[] = ['websocket', 'token', 'health', 'emit', 'tables', 'control', 'metrics', 'status'];
 export const CLIENTS_PORT: readonly RouteGroup[] = ['websocket', 'token', 'health'];
-export const API_PORT: readonly RouteGroup[] = ['token', 'health', 'emit', 'tables', 'control', 'metrics'];
+export const API_PORT: readonly RouteGroup[] = ['token', 'health', 'emit', 'tables', 'control', 'metrics', 'status'];
 
 /** The label of requests no route matched: herald_http_responses_total's route values stay the route table's. */
 const UNMATCHED = 'unmatched';

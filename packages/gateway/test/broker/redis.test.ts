@@ -30,6 +30,8 @@ function watcher() {
     undeliverable: () => fire('undeliverable'),
     historyAppended() {},
     historyAppendFailed() {},
+    redisLost() {},
+    redisBack() {},
   };
   const next = (kind: 'resynced' | 'swept' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { Position } from '@herald/protocol';
-import type { Broker, ControlHandler, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
+import type { Broker, CanaryHandler, ControlHandler, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
 import { historyContract } from './broker-history.contract.ts';
 
@@ -33,6 +33,8 @@ const WAIT_MS = 2000;
 
 /** A control message as the inbox lists it beside the emits, in the order both arrived. */
 const CONTROL = '(control)';
+/** A canary, likewise. */
+const CANARY = '(canary)';
 
 /** What one node received, and a way to wait for more. */
 export class Inbox {
@@ -43,6 +45,8 @@ export class Inbox {
     this.#got(positions === undefined ? { event, eventData } : { event, eventData, positions });
 
   readonly control: ControlHandler = (message) => this.#got({ event: CONTROL, eventData: { message } });
+
+  readonly canary: CanaryHandler = (canary) => this.#got({ event: CANARY, eventData: { canary } });
 
   #got(delivery: Delivery): void {
     this.received.push(delivery);
@@ -56,6 +60,11 @@ export class Inbox {
   /** The control messages received, in order. */
   controls(): string[] {
     return this.of(CONTROL).map((delivery) => delivery.eventData.message as string);
+  }
+
+  /** The canaries received, in order. */
+  canaries(): string[] {
+    return this.of(CANARY).map((delivery) => delivery.eventData.canary as string);
   }
 
   /** Resolves once `count` deliveries of `event` have arrived; fails after WAIT_MS. */
@@ -91,7 +100,7 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       [a, b, c] = fleet.brokers;
       inboxes = new Map(fleet.brokers.map((broker) => [broker, new Inbox()]));
       for (const [broker, inbox] of inboxes) {
-        await broker.start(inbox.handler, inbox.control);
+        await broker.start(inbox.handler, inbox.control, inbox.canary);
         await broker.addRoute(routeOf(SENTINEL, { node: broker.nodeId }));
       }
     });
@@ -272,6 +281,36 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
       await a.close();
       const told = await b.broadcast('after a left');
       assert.deepEqual([...told].sort(), [b.nodeId, c.nodeId].sort());
+    });
+
+    it('liveNodes answers every live node, this one included, and no closed one', async () => {
+      assert.deepEqual([...(await b.liveNodes())].sort(), [a.nodeId, b.nodeId, c.nodeId].sort());
+      await c.close();
+      assert.deepEqual([...(await b.liveNodes())].sort(), [a.nodeId, b.nodeId].sort());
+    });
+
+    it('a canary reaches the node it is sent to, this one included, and is never taken for an emit or a control message', async () => {
+      const lookalike = `orders\n${JSON.stringify({ recipientId: 7 })}`;
+      await a.addRoute(routeOf('orders', { recipientId: 7 }));
+      await a.sendCanary(a.nodeId, 'ping,a,1');
+      await b.sendCanary(a.nodeId, lookalike);
+      await b.sendCanary(c.nodeId, 'ping,b,1');
+      await inbox(a).until(CANARY, 2);
+      await inbox(c).until(CANARY, 1);
+      await Promise.all([settle(a), settle(b), settle(c)]);
+      assert.deepEqual(inbox(a).canaries(), ['ping,a,1', lookalike]);
+      assert.deepEqual(inbox(c).canaries(), ['ping,b,1']);
+      assert.deepEqual(inbox(b).canaries(), []);
+      for (const node of [a, b, c]) assert.deepEqual([inbox(node).of('orders'), inbox(node).controls()], [[], []]);
+    });
+
+    it('status records: each live node\'s last one is read by every node; a closed node\'s is gone', async () => {
+      await a.putStatus('{"n":"a","v":1}');
+      await a.putStatus('{"n":"a","v":2}');
+      await b.putStatus('{"n":"b"}');
+      assert.deepEqual(new Map(await c.fleetStatus()), new Map([[a.nodeId, '{"n":"a","v":2}'], [b.nodeId, '{"n":"b"}']]));
+      await a.close();
+      assert.deepEqual(new Map(await c.fleetStatus()), new Map([[b.nodeId, '{"n":"b"}']]));
     });
 
     it('revocations: stored for every node, a later one wins, and old ones are forgotten at the next write', async () => {

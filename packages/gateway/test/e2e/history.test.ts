@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Position, ServerFrame, ValidOnEvent } from '@herald/protocol';
 import type { Broker, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
+import { controlOf } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, emit, metric, onEvent, startNode, type RawConfig, type TestNode } from '../support/gateway.ts';
 
@@ -157,7 +158,7 @@ function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<Del
   const broker: Broker = {
     nodeId: inner.nodeId,
     ready: () => inner.ready(),
-    start: (onDelivery) => inner.start((...args) => deliver(onDelivery, ...args)),
+    start: (onDelivery, onControl, onCanary) => inner.start((...args) => deliver(onDelivery, ...args), onControl, onCanary),
     addRoute: (route) => inner.addRoute(route),
     removeRoute: (route) => inner.removeRoute(route),
     publish: (event, eventData) => inner.publish(event, eventData),
@@ -170,10 +171,7 @@ function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<Del
       }
       return read;
     },
-    broadcast: (message) => inner.broadcast(message),
-    sendTo: (nodeId, message) => inner.sendTo(nodeId, message),
-    revoke: (subject, revokedAt, keepMs) => inner.revoke(subject, revokedAt, keepMs),
-    revocations: (since) => inner.revocations(since),
+    ...controlOf(inner),
     close: () => inner.close(),
   };
   const open = () => {

@@ -155,7 +155,7 @@ describe('a client that leaves before its REGISTER is answered', () => {
     const broker: Broker = {
       nodeId: memory.nodeId,
       ready: () => memory.ready(),
-      start: (onDelivery, onControl) => memory.start(onDelivery, onControl),
+      start: (onDelivery, onControl, onCanary) => memory.start(onDelivery, onControl, onCanary),
       ...controlOf(memory),
       addRoute: async (route) => {
         reached();

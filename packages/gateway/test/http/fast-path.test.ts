@@ -29,7 +29,7 @@ function failingBroker(nodeId: string): Broker & { down: boolean } {
     nodeId,
     down: false,
     ready: () => inner.ready(),
-    start: (onDelivery, onControl) => inner.start(onDelivery, onControl),
+    start: (onDelivery, onControl, onCanary) => inner.start(onDelivery, onControl, onCanary),
     ...controlOf(inner),
     addRoute: (route) => inner.addRoute(route),
     removeRoute: (route) => inner.removeRoute(route),

@@ -1,9 +1,15 @@
 /** Test support for brokers wrapped to misbehave in one way: the parts they leave as the inner broker has them. */
 import type { Broker } from '../../src/broker/broker.ts';
 
-/** Control messages and revocations, passed on to `inner` unchanged. */
-export function controlOf(inner: Broker): Pick<Broker, 'broadcast' | 'sendTo' | 'revoke' | 'revocations'> {
+/** Control messages, revocations, canaries and status records, passed on to `inner` unchanged. */
+export function controlOf(
+  inner: Broker,
+): Pick<Broker, 'broadcast' | 'sendTo' | 'revoke' | 'revocations' | 'liveNodes' | 'sendCanary' | 'putStatus' | 'fleetStatus'> {
   return {
+    liveNodes: () => inner.liveNodes(),
+    sendCanary: (nodeId, canary) => inner.sendCanary(nodeId, canary),
+    putStatus: (record) => inner.putStatus(record),
+    fleetStatus: () => inner.fleetStatus(),
     broadcast: (message) => inner.broadcast(message),
     sendTo: (nodeId, message) => inner.sendTo(nodeId, message),
     revoke: (subject, revokedAt, keepMs) => inner.revoke(subject, revokedAt, keepMs),

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { stringify } from 'yaml';
 import { defaultRawConfig, type RawConfig } from './gateway.ts';
@@ -28,6 +29,8 @@ export interface FleetNode {
   ws: string;
   child: ChildProcess;
   exited: Promise<number | null>;
+  /** What the process has logged (pino's JSON lines on stdout), parsed. */
+  log: Record<string, unknown>[];
 }
 
 export interface Fleet {
@@ -73,12 +76,19 @@ async function startNode(id: string, config: string, redisUrl: string, port?: nu
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'info' };
   const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited };
+  const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited, log: [] as Record<string, unknown>[] };
   let out = '';
-  const listening = new Promise<void>((resolve) => child.stdout!.on('data', (chunk) => (out += chunk).includes('herald gateway listening') && resolve()));
+  const lines = createInterface({ input: child.stdout! });
+  lines.on('line', (line) => {
+    out += `${line}\n`;
+    try {
+      node.log.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      node.log.push({ msg: line });
+    }
+  });
+  const listening = new Promise<void>((resolve) => lines.on('line', (line) => line.includes('herald gateway listening') && resolve()));
   await Promise.race([listening, exited.then((code) => Promise.reject(new Error(`${id} exited (${code}) before it listened: ${out}`)))]);
-  child.stdout!.removeAllListeners('data');
-  child.stdout!.resume();
   await until(() => ok(`${node.http}/readyz`), `${id} to be ready`);
   return node;
 }
@@ -101,11 +111,12 @@ async function startHaproxy(dir: string, nodes: FleetNode[]): Promise<{ port: nu
   return { port, child };
 }
 
-/** `n` node processes on one Redis (`redisUrl`), behind HAProxy. */
-export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawConfig) => void = () => {}): Promise<Fleet> {
+/** `n` node processes on one Redis (`redisUrl`, or the URL each node connects with, by index), behind HAProxy. */
+export async function startFleet(n: number, redisUrl: string | ((index: number) => string), adjust: (raw: RawConfig) => void = () => {}): Promise<Fleet> {
+  const urlOf = (index: number) => (typeof redisUrl === 'string' ? redisUrl : redisUrl(index));
   const dir = mkdtempSync(join(tmpdir(), 'herald-fleet-'));
   const config = writeConfig(dir, adjust);
-  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, redisUrl)));
+  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, urlOf(i))));
   const haproxy = await startHaproxy(dir, nodes);
   const gone: FleetNode[] = [];
   return {
@@ -117,7 +128,7 @@ export async function startFleet(n: number, redisUrl: string, adjust: (raw: RawC
       gone.push(old);
       if (!successorFirst) await old.exited;
       // Beside the old one, a node of its own: two live nodes may not share an id (each would take the other's messages).
-      const successor = await startNode(successorFirst ? `${old.id}-next` : old.id, config, redisUrl, old.port);
+      const successor = await startNode(successorFirst ? `${old.id}-next` : old.id, config, urlOf(at), old.port);
       nodes[at] = successor;
       return successor;
     },

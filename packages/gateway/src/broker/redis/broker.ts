@@ -9,7 +9,8 @@ import { isRecord } from '@herald/protocol';
 import type { HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
-import type { Broker, BrokerObserver, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
+import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
+import { canaryFrame, canaryText, isCanary } from './canary.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel, controlText, isControlMessage } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
@@ -17,6 +18,7 @@ import { RedisHistories } from './history.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RouteRegistry } from './routes.ts';
+import { putStatus, statusOf } from './status.ts';
 import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
 import { WriteQueue, type Write } from './write-queue.ts';
 
@@ -73,6 +75,7 @@ export class RedisBroker implements Broker {
   #removalTimer: NodeJS.Timeout | undefined;
   #onDelivery: DeliveryHandler = () => {};
   #onControl: ControlHandler = () => {};
+  #onCanary: CanaryHandler = () => {};
   readonly #control: ControlChannel;
   #closed = false;
 
@@ -80,7 +83,11 @@ export class RedisBroker implements Broker {
     this.nodeId = options.nodeId;
     this.#observer = options.observer;
     this.#keys = keyspace(options.keyPrefix);
-    this.#connection = connect(options.target, (lean, why) => options.observer.leanReads(lean, why));
+    this.#connection = connect(options.target, {
+      leanReads: (lean, why) => options.observer.leanReads(lean, why),
+      lost: (why) => options.observer.redisLost(why),
+      back: () => options.observer.redisBack(),
+    });
     this.#histories = options.histories ?? NO_HISTORIES;
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys, this.#histories, options.leaseMs);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
@@ -119,9 +126,10 @@ export class RedisBroker implements Broker {
     await this.#lease.heartbeat();
   }
 
-  async start(onDelivery: DeliveryHandler, onControl: ControlHandler = () => {}): Promise<void> {
+  async start(onDelivery: DeliveryHandler, onControl: ControlHandler = () => {}, onCanary: CanaryHandler = () => {}): Promise<void> {
     this.#onDelivery = onDelivery;
     this.#onControl = onControl;
+    this.#onCanary = onCanary;
     await this.#connection.whenReady();
     await this.#registry.claimBucketCount();
     // A node restarted under the same id (HERALD_NODE_ID) before its lease expired holds none of its old
@@ -256,6 +264,22 @@ export class RedisBroker implements Broker {
     return reachable(this.#control.revocations(since));
   }
 
+  liveNodes(): Promise<readonly string[]> {
+    return reachable(this.#control.liveNodes());
+  }
+
+  sendCanary(nodeId: string, canary: string): Promise<void> {
+    return reachable(this.#connection.commands.spublish(this.#keys.channel(nodeId), canaryFrame(canary)).then(() => {}));
+  }
+
+  putStatus(record: string): Promise<void> {
+    return reachable(putStatus(this.#connection, this.#keys, this.nodeId, record));
+  }
+
+  async fleetStatus(): Promise<ReadonlyMap<string, string>> {
+    return reachable(this.#control.liveNodes().then((nodes) => statusOf(this.#connection, this.#keys, nodes)));
+  }
+
   /** Leave the fleet cleanly: this node's routes, shapes and lease are removed from Redis. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -276,12 +300,13 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * A message is `<event>\n<eventData JSON>`, or a control message (control.ts); anything else on the channel (not
+   * A message is `<event>\n<eventData JSON>`, a control message (control.ts), or a canary (canary.ts); anything else on the channel (not
    * ours, or damaged) is dropped, counted.
    */
   #receive(message: Buffer): void {
     try {
       if (isControlMessage(message)) return this.#onControl(controlText(message));
+      if (isCanary(message)) return this.#onCanary(canaryText(message));
       if (this.#historyEmits.receive(message)) return;
       const newline = message.indexOf(10);
       if (newline < 0) throw new Error('a message on the node channel has no event line');

@@ -59,12 +59,24 @@ class BatchingRedis extends Redis {
   }
 }
 
+/** The wait before a subscriber whose channel was refused connects again to try it. */
+const RESUBSCRIBE_RETRY_MS = 1000;
+
 function hostPort(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
   return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
 }
 
-export function connect(target: RedisTarget, onLeanReads?: LeanReadsListener): Connection {
+/** What the connection tells its owner about Redis's reachability. */
+export interface ConnectionListeners {
+  leanReads?: LeanReadsListener;
+  /** The command connection, once ready, closed (`why`: the last error seen, if any); once until it is ready again. */
+  lost?: (why: string) => void;
+  /** Ready again after `lost`. */
+  back?: () => void;
+}
+
+export function connect(target: RedisTarget, listeners: ConnectionListeners = {}): Connection {
   if (target.cluster) {
     const cluster = new Cluster(target.cluster.map(hostPort), {
       shardedSubscribers: true,
@@ -74,18 +86,21 @@ export function connect(target: RedisTarget, onLeanReads?: LeanReadsListener): C
       redisOptions: { maxRetriesPerRequest: 1 },
     });
     // The cluster client keeps sharded subscribers of its own, one per master.
-    return connection(cluster, cluster, readsThrough(cluster, false));
+    return connection(cluster, cluster, readsThrough(cluster, false), listeners);
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
   const commands = new BatchingRedis(url, COMMON);
-  return connection(commands, new Redis(url, { ...COMMON, enableOfflineQueue: true }), readsFor(url, commands, onLeanReads));
+  // Channels are subscribed again by subscribe() below, not by ioredis: its own resubscription leaves a refusal unhandled.
+  const subscriber = new Redis(url, { ...COMMON, enableOfflineQueue: true, autoResubscribe: false });
+  return connection(commands, subscriber, readsFor(url, commands, listeners.leanReads), listeners);
 }
 
-function connection(commands: Commands, subscriber: Commands, reads: Reads): Connection {
+function connection(commands: Commands, subscriber: Commands, reads: Reads, listeners: ConnectionListeners): Connection {
   const clients = [...new Set([commands, subscriber])];
   // Errors are reported through readiness and failed commands; unlistened, they would crash the node.
   for (const client of clients) client.on('error', () => {});
+  const reachability = watchReachability(commands, listeners);
   return {
     commands,
     ready: () => commands.status === 'ready',
@@ -96,12 +111,41 @@ function connection(commands: Commands, subscriber: Commands, reads: Reads): Con
         if (got.toString() === channel) onMessage(message);
       });
       await subscriber.ssubscribe(channel);
+      if (subscriber === commands) return; // a Cluster keeps its sharded subscriptions itself
+      // After a reconnect. A refusal (an ACL that no longer lets this node read its channel) drops the connection a
+      // little later, and it tries again until it is let in; meanwhile the canary says the node's channel is lost.
+      const retry = () => void setTimeout(() => (subscriber as Redis).disconnect(true), RESUBSCRIBE_RETRY_MS).unref();
+      (subscriber as Redis).on('ready', () => void subscriber.ssubscribe(channel).catch(retry));
     },
     onReady: (listener) => void commands.on('ready', listener),
     reads,
     async close() {
+      reachability.closing();
       reads.close();
       await Promise.allSettled(clients.map((client) => client.quit()));
     },
   };
+}
+
+/**
+ * One "lost" when the ready command connection closes, one "back" when it is ready again: ioredis reports every
+ * failed reconnect attempt as an error, which would otherwise be a line a second for as long as Redis is away.
+ */
+function watchReachability(commands: Commands, { lost, back }: ConnectionListeners): { closing(): void } {
+  let state: 'starting' | 'up' | 'lost' | 'closing' = 'starting';
+  let lastError: string | undefined;
+  commands.on('error', (error: Error) => void (lastError = error.message));
+  commands.on('ready', () => {
+    if (state === 'closing') return;
+    if (state === 'lost') back?.();
+    state = 'up';
+    lastError = undefined;
+  });
+  commands.on('close', () => {
+    if (state !== 'up') return;
+    state = 'lost';
+    lost?.(lastError ?? 'the connection closed');
+  });
+  // The node's own close is no loss.
+  return { closing: () => void (state = 'closing') };
 }

@@ -15,6 +15,7 @@
  * | gw:sweep:{<nodeId>}          | string     | the lock a sweeper holds while removing a dead node's state  |
  * | gw:{config}:routeBuckets     | string     | the fleet's bucket count: every node must use the same       |
  * | gw:{revocations}             | sorted set | subject -> when its tokens were revoked, ms (control.ts)     |
+ * | gw:{status}                  | hash       | nodeId -> its status record, JSON (status.ts)                |
  * | channel gw:node:{<nodeId>}   | sharded    | emits and control messages for that node (SPUBLISH / SSUBSCRIBE) |
  * | gw:hist:{<routeKey>}         | stream     | a history event's route: its last notifications, IDs <offset>-0 |
  * | gw:hmeta:{<routeKey>}        | hash       | that route's position: s = last offset, e = epoch            |
@@ -43,6 +44,7 @@ export interface Keyspace {
   sweepLock(nodeId: string): string;
   readonly routeBuckets: string;
   readonly revocations: string;
+  readonly status: string;
   channel(nodeId: string): string;
   history(routeKey: string): string;
   historyPosition(routeKey: string): string;
@@ -66,6 +68,7 @@ export function keyspace(prefix = 'gw'): Keyspace {
     sweepLock: (nodeId) => `${prefix}:sweep:{${nodeId}}`,
     routeBuckets: `${prefix}:{config}:routeBuckets`,
     revocations: `${prefix}:{revocations}`,
+    status: `${prefix}:{status}`,
     channel: (nodeId) => `${prefix}:node:{${nodeId}}`,
     history: (routeKey) => `${prefix}:hist:{${routeKey}}`,
     historyPosition: (routeKey) => `${prefix}:hmeta:{${routeKey}}`,

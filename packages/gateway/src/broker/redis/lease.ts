@@ -103,7 +103,7 @@ export class Lease {
   }
 
   /**
-   * Remove a node's routes from these buckets, its shapes, its bitmap and its lease entry; answers how many
+   * Remove a node's routes from these buckets, its shapes, its bitmap, its status record and its lease entry; answers how many
    * routes it held in Redis. `routeKeys`: routes it is known to hold besides (this node's own, as it leaves),
    * so that their shapes are withdrawn even if Redis had lost the routes.
    */
@@ -113,6 +113,7 @@ export class Lease {
     const stripped = await routes.strip(nodeId, buckets);
     await shapes.withdrawAll(nodeId, [...stripped, ...routeKeys]);
     await redis.del(keys.nodeBuckets(nodeId));
+    await redis.hdel(keys.status, nodeId);
     await redis.zrem(keys.nodes, nodeId);
     return stripped.length;
   }
