@@ -74,7 +74,7 @@ export interface HistoryLostEvent {
   eventId: string;
 }
 
-export interface ClientEvents<E extends EventMap = EventMap> {
+export interface ClientEvents<E extends object = EventMap> {
   notification: Notification<E>;
   /** After every close: of an open connection, of a failed attempt, and of close() by the application. */
   disconnected: DisconnectedEvent;
@@ -107,17 +107,17 @@ interface Waiter<T> {
 }
 
 /** A notification of one event of E. */
-type NotificationOf<E extends EventMap, K extends keyof E & string> = Extract<Notification<E>, { apiName: K }>;
+type NotificationOf<E extends object, K extends keyof E & string> = Extract<Notification<E>, { apiName: K }>;
 
 /**
  * A client whose notifications are typed by event name: `createClient<{ 'order-updates': { orderId: number } }>(options)`.
  * The same as `new HeraldClient<E>(options)`; call `connect()` on it.
  */
-export function createClient<E extends EventMap = EventMap>(options: ConnectOptions): HeraldClient<E> {
+export function createClient<E extends object = EventMap>(options: ConnectOptions): HeraldClient<E> {
   return new HeraldClient<E>(options);
 }
 
-export class HeraldClient<E extends EventMap = EventMap> {
+export class HeraldClient<E extends object = EventMap> {
   /** Settles once, when the client stops for good: close(), a final close code, or maxAttempts used up. */
   readonly closed: Promise<CloseInfo>;
   readonly #settings: Settings;
@@ -152,7 +152,7 @@ export class HeraldClient<E extends EventMap = EventMap> {
   }
 
   /** A client, once connected. Rejects like connect(). */
-  static async connect<E extends EventMap = EventMap>(options: ConnectOptions): Promise<HeraldClient<E>> {
+  static async connect<E extends object = EventMap>(options: ConnectOptions): Promise<HeraldClient<E>> {
     const client = new HeraldClient<E>(options);
     await client.connect();
     return client;

@@ -6,11 +6,11 @@
 import type { Criteria, EventType, OnEvent, Position } from '@herald/protocol';
 import type { Listener } from './emitter.ts';
 
-/** apiName -> the eventData of its notifications, e.g. `{ 'order-updates': { orderId: number } }`. */
+/** apiName -> the eventData of its notifications, e.g. `{ 'order-updates': { orderId: number } }` (an interface will do: type parameters take any object type). */
 export type EventMap = Record<string, unknown>;
 
 /** A NOTIFICATION as the client delivers it: `eventId` is the subscription's handle, `apiName` its event. */
-export type Notification<E extends EventMap = EventMap> = {
+export type Notification<E extends object = EventMap> = {
   [K in keyof E & string]: {
     eventId: string;
     apiName: K;

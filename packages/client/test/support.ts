@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
-import type { ClientEvents, HeraldClient } from '../src/index.ts';
+import type { ClientEvents, EventMap, HeraldClient } from '../src/index.ts';
 
 export interface Node {
   gateway: Gateway;
@@ -71,11 +71,11 @@ export async function emit(node: Node, name: string, eventData: object): Promise
 }
 
 /** The next `type` event of the client that satisfies `accept`. */
-export function next<K extends keyof ClientEvents>(
-  client: HeraldClient,
+export function next<K extends keyof ClientEvents, E extends object = EventMap>(
+  client: HeraldClient<E>,
   type: K,
-  accept: (event: ClientEvents[K]) => boolean = () => true,
-): Promise<ClientEvents[K]> {
+  accept: (event: ClientEvents<E>[K]) => boolean = () => true,
+): Promise<ClientEvents<E>[K]> {
   return new Promise((resolve) => {
     const stop = client.on(type, (event) => {
       if (!accept(event)) return;
