@@ -1,19 +1,20 @@
 # Herald: `make run` starts one node with embedded defaults; `make test` runs every test.
-# Both install what is missing first: Node.js 24, pnpm, the workspace's packages (and redis-server for tests).
+# Both install what is missing first: Node.js 24, pnpm, the workspace's packages (and for tests redis-server, HAProxy
+# and Chromium).
 # `make cluster N=3` starts a local fleet in the background (Redis, N nodes, HAProxy); `make cluster-stop` ends it.
 SHELL := /bin/bash
 NODE_MAJOR := 24
 PNPM_VERSION := 12.4.2
 N ?= 3
 
-.PHONY: run test deps node pnpm packages redis haproxy typecheck unit cluster cluster-stop bench bench-quick scale
+.PHONY: run test deps node pnpm packages redis haproxy chromium typecheck unit cluster cluster-stop bench bench-quick scale
 
 # NODE_COMPILE_CACHE: Node.js keeps the compiled modules (types stripped) there, so that a node's next start neither
 # compiles them nor loads the type stripper: ~30 MB less per node process (docs/configuration.md).
 run: deps
 	NODE_COMPILE_CACHE=.run/node-compile-cache node --no-node-snapshot --max-semi-space-size=16 packages/gateway/src/main.ts
 
-test: deps redis haproxy typecheck unit
+test: deps redis haproxy chromium typecheck unit
 
 typecheck:
 	pnpm run typecheck
@@ -41,6 +42,11 @@ packages:
 redis:
 	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null \
 	  || { apt-get update -qq && apt-get install -y -qq redis-server redis-tools; }
+
+# Headless Chromium for the tests of the client's example page and the status page (playwright-core drives Debian's
+# package: playwright's own browser download is not used).
+chromium:
+	@[ -x /usr/bin/chromium ] || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 # The local fleet's load balancer; `make test` checks the rendered config with `haproxy -c`.
 haproxy:
