@@ -69,6 +69,7 @@ test('Redis lost and back: one line each per node, not one per failed reconnect 
   await redis.stop('SIGKILL');
   for (const [i, node] of fleet.nodes.entries()) {
     await until(async () => (await readyz(node)) === 503, `${node.id} to turn not-ready`);
+    assert.equal((await fetch(`${node.http}/status.json`)).status, 503, 'the fleet cannot be read without Redis');
     // Heartbeats keep failing meanwhile, and ioredis keeps trying to reconnect.
     await until(async () => (await nodeMetric(node, 'herald_broker_write_failures_total')) >= failures[i]! + 3, `${node.id}'s failed writes`);
   }
