@@ -25,6 +25,7 @@ import { settingsOf, type ConnectOptions, type Settings } from './options.ts';
 import { Subscriptions } from './subscriptions.ts';
 import { msUntilRefresh, type TokenReason, type Tokens } from './tokens.ts';
 import { Callbacks, entryOf, type EventMap, type Notification, type SubscribeOptions, type Subscription } from './typed.ts';
+import type { ClientEvents, CloseInfo } from './client-events.ts';
 
 /** What a REGISTER entry may leave out: eventType defaults to CUSTOM_WS_EVENTS, getEventData to true. */
 export type OnEventInput = Partial<Pick<OnEvent, 'eventType' | 'getEventData'>> & Omit<OnEvent, 'eventType' | 'getEventData'>;
@@ -32,64 +33,6 @@ export type OnEventInput = Partial<Pick<OnEvent, 'eventType' | 'getEventData'>> 
 export type RegisterResult = RegisterReply['response'];
 export type UnregisterResult = UnregisterReply['response'];
 export type ClientState = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
-
-export interface CloseInfo {
-  code: number;
-  reason: string;
-}
-
-export interface DisconnectedEvent extends CloseInfo {
-  /** TOKEN_VALIDATION errors when a handshake was refused; otherwise empty. */
-  errors: WireError[];
-  willReconnect: boolean;
-  /** The wait before the next attempt, when there is one. */
-  delayMs: number | undefined;
-}
-
-/** A subscription the node did not accept again after a reconnect; the client no longer holds it. */
-export interface RefusedSubscription {
-  /** The handle the application knows. */
-  eventId: string;
-  onEvent: OnEvent;
-  errors: WireError[];
-}
-
-export interface ReconnectedEvent {
-  /** Which attempt since the connection ended succeeded (1 = the first). */
-  attempt: number;
-  /** Handles registered again; notifications keep carrying them. */
-  registered: string[];
-  refused: RefusedSubscription[];
-  /**
-   * Per handle of an event with history that resumed from its last position: true when every notification it
-   * missed was replayed (they came through 'notification' before this event), false when the gateway's history
-   * no longer reached back (fetch the state anew).
-   */
-  recovered: Record<string, boolean>;
-}
-
-/** An event with history's notifications started a new epoch: the gateway lost their history, and some may be lost. */
-export interface HistoryLostEvent {
-  /** The handle. */
-  eventId: string;
-}
-
-export interface ClientEvents<E extends object = EventMap> {
-  notification: Notification<E>;
-  /** After every close: of an open connection, of a failed attempt, and of close() by the application. */
-  disconnected: DisconnectedEvent;
-  /** Open again, with the held subscriptions registered again. */
-  reconnected: ReconnectedEvent;
-  /** The connection took new tokens in band (REFRESH): the node keeps it open until `expiresAt` (ms). */
-  refreshed: { expiresAt: number };
-  /** A subscription's history was lost while it was live (Redis lost it): fetch the state anew. */
-  historyLost: HistoryLostEvent;
-  /**
-   * getTokens failed (the held tokens are used), a frame answered nothing, or the node refused a REFRESH (then it
-   * closes the connection at its tokens' expiry, 4001, and the client reconnects). The client carries on.
-   */
-  error: Error;
-}
 
 interface Reregistration {
   handle: string;
@@ -497,3 +440,4 @@ function reasonAfter(ended: Ended): TokenReason {
 
 export { HeraldError, type ConnectOptions, type Notification };
 export type { EventMap, SubscribeOptions, Subscription } from './typed.ts';
+export type { ClientEvents, CloseInfo, DisconnectedEvent, HistoryLostEvent, ReconnectedEvent, RefusedSubscription } from './client-events.ts';
