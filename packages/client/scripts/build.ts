@@ -26,7 +26,8 @@ export async function buildClient(dist = DIST): Promise<string> {
     build({ ...common, entryPoints: [index], format: 'esm', platform: 'neutral', outfile: join(dist, 'index.js') }),
     build({ ...common, entryPoints: [index], format: 'cjs', platform: 'neutral', outfile: join(dist, 'index.cjs') }),
     build({ ...common, entryPoints: [index], format: 'iife', globalName: 'Herald', platform: 'browser', minify: true, outfile: join(dist, BROWSER_FILE) }),
-    build({ ...common, entryPoints: [join(root, 'src/cli.ts')], format: 'esm', platform: 'node', outfile: join(dist, 'cli.js'), banner: { js: '#!/usr/bin/env node' } }),
+    // cli.ts's own #! line is kept by esbuild.
+    build({ ...common, entryPoints: [join(root, 'src/cli.ts')], format: 'esm', platform: 'node', outfile: join(dist, 'cli.js') }),
   ]);
   declarations(dist);
   writeManifest(dist);

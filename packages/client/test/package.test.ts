@@ -73,6 +73,11 @@ test('CommonJS: require it', async () => {
   assert.equal(stdout.trim(), 'function function 10000');
 });
 
+test('the herald-ws command, from the package\'s bin', async () => {
+  const { stdout } = await run(join(project, 'node_modules/.bin/herald-ws'), ['--help'], { cwd: project });
+  assert.match(stdout, /^usage: herald-ws <command>/);
+});
+
 test('types: a typed consumer checks (ESM and CommonJS), and a wrong use of a payload is refused', async () => {
   const compilerOptions = { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2024', 'dom'], types: [] };
   writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['consumer.ts', 'consumer.cts'] }));
