@@ -1,12 +1,16 @@
 /**
  * Names the two ends agree on outside the frames: the token parameters (a query on the WebSocket upgrade, headers
- * on HTTP), the paths of the back end's calls, and the headers the node adds. One place, so that a rename is one edit.
+ * on HTTP, the same names), the paths of the back end's calls, and the headers the node adds. One place, so that a rename is one edit.
  */
 
-/** The API user token: the upgrade's query parameter and the HTTP header share the name (API Maker's). */
-export const API_TOKEN_PARAM = 'x-am-authorization';
-/** The person token, optional: the upgrade's query parameter and the HTTP header share the name. */
-export const PERSON_TOKEN_PARAM = 'x-am-user-authorization';
+/** The API user token, on the upgrade (API Maker's name: the same as the HTTP header's). */
+export const API_TOKEN_QUERY = 'x-am-authorization';
+/** The person token, optional, on the upgrade. */
+export const PERSON_TOKEN_QUERY = 'x-am-user-authorization';
+/** The API user token on HTTP calls. */
+export const API_TOKEN_HEADER = 'x-am-authorization';
+/** The person token on HTTP calls (the table API, can-connect code's `g.req`). */
+export const PERSON_TOKEN_HEADER = 'x-am-user-authorization';
 
 /** A table page that was cut short: the `skip` that reads the next one. */
 export const NEXT_SKIP_HEADER = 'x-herald-next-skip';

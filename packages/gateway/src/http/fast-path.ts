@@ -24,9 +24,8 @@
  */
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { isRecord } from '@herald/protocol';
+import { API_TOKEN_HEADER, isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
-import { API_TOKEN_HEADER } from './headers.ts';
 import { UnreadBytes } from './unread-bytes.ts';
 
 export interface FastAnswer {

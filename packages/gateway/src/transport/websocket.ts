@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import {
+  API_TOKEN_QUERY,
   CONNECTED_FRAME,
   CloseCode,
   ErrorCode,
@@ -15,6 +16,8 @@ import {
   parseClientFrame,
   parseEventId,
   parseOnEvent,
+  PERSON_TOKEN_QUERY,
+  StandardCloseCode,
   type FrameLimits,
   type Parsed,
   type RawClientFrame,
@@ -63,9 +66,7 @@ const PING_TICK_MS = 100;
  */
 const MAX_FRAMES_IN_FLIGHT = 16;
 /** Close codes in the herald_connections_closed_total label as they are; any other a client sends is put in a class. */
-const KNOWN_CLOSE_CODES: ReadonlySet<number> = new Set([
-  1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 1015, ...Object.values(CloseCode),
-]);
+const KNOWN_CLOSE_CODES: ReadonlySet<number> = new Set([...Object.values(StandardCloseCode), ...Object.values(CloseCode)]);
 
 /** A label value for a close code: bounded, whatever codes clients send. */
 export function closeCodeLabel(code: number): string {
@@ -170,7 +171,7 @@ export class WebSocketTransport implements SessionHandler {
         // it has written that frame, and a refused upgrade ends the socket, which uncorks it too.
         request.raw.socket.cork();
       },
-      handler: async () => ({ name: 'herald', websocket: 'connect with ?x-am-authorization=<API user token>' }),
+      handler: async () => ({ name: 'herald', websocket: `connect with ?${API_TOKEN_QUERY}=<API user token>` }),
       wsHandler: (socket, request) => this.#accept(socket, request),
     });
     const ticks = Math.max(1, Math.round(this.#options.pingIntervalMs / PING_TICK_MS));
@@ -229,15 +230,15 @@ export class WebSocketTransport implements SessionHandler {
 
   #identify(request: FastifyRequest): Identity {
     const query = request.query as Record<string, unknown>;
-    const apiToken = query['x-am-authorization'];
-    const personToken = query['x-am-user-authorization'];
+    const apiToken = query[API_TOKEN_QUERY];
+    const personToken = query[PERSON_TOKEN_QUERY];
     const { authenticator } = this.#options;
     try {
       if (Array.isArray(apiToken) || Array.isArray(personToken)) {
         throw new GatewayError('TOKEN_INVALID', 'each token may be given once');
       }
       if (typeof apiToken !== 'string' || apiToken.length === 0) {
-        throw new GatewayError('TOKEN_MISSING', 'x-am-authorization (the API user token) is required');
+        throw new GatewayError('TOKEN_MISSING', `${API_TOKEN_QUERY} (the API user token) is required`);
       }
       const verifiedApi = authenticator.verifyApiToken(apiToken);
       const hasPerson = typeof personToken === 'string' && personToken.length > 0;
