@@ -8,6 +8,7 @@ import {
   CloseCode,
   EventType,
   shouldReconnect,
+  StandardCloseCode,
   type ClientFrame,
   type InvalidOnEvent,
   type OnEvent,
@@ -205,7 +206,7 @@ export class HeraldClient {
   }
 
   /** Close for good and stop reconnecting; `closed` settles with this code and reason once the socket is closed. */
-  close(code = 1000, reason = ''): Promise<CloseInfo> {
+  close(code: number = StandardCloseCode.NORMAL_CLOSURE, reason = ''): Promise<CloseInfo> {
     if (this.#state === 'closed' || this.#stopped) return this.closed;
     this.#stopped = { code, reason };
     const connection = this.#connection;
@@ -226,7 +227,7 @@ export class HeraldClient {
       } catch (error) {
         // Nothing to retry with: getTokens failed with no tokens to fall back on, or the URL is not valid.
         const failure = error instanceof Error ? error : new Error(String(error));
-        return this.#finish({ code: 1006, reason: failure.message, errors: [] }, failure);
+        return this.#finish({ code: StandardCloseCode.ABNORMAL_CLOSURE, reason: failure.message, errors: [] }, failure);
       }
       if (ended === undefined) return;
       const next = this.#afterEnd(ended, attempt + 1);

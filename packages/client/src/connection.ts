@@ -2,7 +2,7 @@
  * One WebSocket to a node, from the handshake to its close, on the standard WebSocket (browsers, Node 22+).
  * The client makes a new one for every attempt; reconnecting is the client's business, not this one's.
  */
-import type { ClientFrame, NotificationFrame, ServerFrame, WireError } from '@herald/protocol';
+import { API_TOKEN_QUERY, PERSON_TOKEN_QUERY, type ClientFrame, type NotificationFrame, type ServerFrame, type WireError } from '@herald/protocol';
 import type { Tokens } from './tokens.ts';
 
 export type Notification = NotificationFrame['response'];
@@ -57,8 +57,8 @@ export class Connection {
 
   constructor(url: string, tokens: Tokens, handlers: ConnectionHandlers) {
     const address = new URL(url);
-    address.searchParams.set('x-am-authorization', tokens.apiToken);
-    if (tokens.personToken) address.searchParams.set('x-am-user-authorization', tokens.personToken);
+    address.searchParams.set(API_TOKEN_QUERY, tokens.apiToken);
+    if (tokens.personToken) address.searchParams.set(PERSON_TOKEN_QUERY, tokens.personToken);
     this.#handlers = handlers;
     this.#socket = new WebSocket(address);
     this.ready = new Promise((resolve, reject) => {
