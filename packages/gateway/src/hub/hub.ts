@@ -17,7 +17,7 @@ import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
-import { CoalescedWrites, textFrame } from '../transport/frames.ts';
+import { textFrame } from '../wire/frames.ts';
 import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
 import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
@@ -97,8 +97,6 @@ export class Hub {
   readonly #events = new Map<string, Map<string, Shape>>();
   readonly #options: HubOptions;
   readonly #metrics: Metrics;
-  /** Notifications to one client within a turn of the event loop leave in one system call. */
-  readonly #out = new CoalescedWrites();
   readonly #resumes: Resumes;
   /** What every route of an event with history asks of the hub. */
   readonly #routeHistories: RouteHistoryHost<HistoryBucket>;
@@ -247,7 +245,7 @@ export class Hub {
       this.shed(session);
       return false;
     }
-    this.#out.write(session.socket, frame);
+    session.send(frame);
     return true;
   }
 

@@ -1,8 +1,8 @@
 /** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
-import type { Slot } from '../transport/admission.ts';
 import { findIn, sizeOf, type Few } from './few.ts';
+import { coalescedWrites } from '../wire/frames.ts';
 import type { Subscription } from './hub.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
@@ -28,8 +28,6 @@ export class Session {
   replying: Promise<void> | undefined;
   /** Frames read and not yet answered (the transport stops reading past a bound). */
   framesInFlight = 0;
-  /** The admission slot, held until the first REGISTER is answered. */
-  slot: Slot | undefined;
   /** Cleared when a ping is sent, set again by the pong. */
   alive = true;
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */
@@ -59,6 +57,14 @@ export class Session {
   /** Whether a frame may still be written: the hub has not let go of it and its socket is open. */
   get writable(): boolean {
     return !this.closed && this.socket.readyState === this.socket.OPEN;
+  }
+
+  /**
+   * Write a whole frame (wire/frames.ts) to the socket; it leaves with the other frames written to it in this turn of
+   * the event loop. Hub.send checks the send bound before it calls this.
+   */
+  send(frame: Buffer): void {
+    coalescedWrites.write(this.socket, frame);
   }
 
   get subscriptionCount(): number {

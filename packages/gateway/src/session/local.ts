@@ -10,7 +10,7 @@ import type { Hub } from '../hub/hub.ts';
 import { addTo, membersOf, removeFrom, type Few } from '../hub/few.ts';
 import type { Session } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
-import { textFrame } from '../transport/frames.ts';
+import { textFrame } from '../wire/frames.ts';
 import type { Webhooks } from '../webhooks.ts';
 import { ExpiryQueue } from './expiry.ts';
 import type { Subject } from './subjects.ts';
