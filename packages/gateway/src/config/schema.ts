@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_FRAME_LIMITS } from '@herald/protocol';
-import { NODE_ID_SEPARATOR } from '../broker/redis/keys.ts';
+import { NODE_ID_SEPARATOR } from '../node-id.ts';
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
 

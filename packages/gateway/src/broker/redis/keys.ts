@@ -31,9 +31,6 @@
  * which is never empty and holds no "}". Events without history have none of these keys.
  */
 
-/** Joins the ids of a route's nodes in its bucket's field; node ids may not contain it (config/schema.ts). */
-export const NODE_ID_SEPARATOR = ',';
-
 export interface Keyspace {
   routeBucket(bucket: number): string;
   shapes(event: string): string;
