@@ -16,7 +16,7 @@ import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
-import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
+import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
 import { textFrame } from '../wire/frames.ts';
 import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
 import { Resumes } from './resumes.ts';
@@ -33,13 +33,13 @@ export interface Subscription {
   readonly getEventData: boolean;
   readonly select: readonly string[] | undefined;
   readonly bucket: Bucket;
-  sessions: Few<Session>;
+  sessions: OneOrMany<Session>;
 }
 
 interface Bucket {
   readonly route: Route;
   /** One per distinct eventId on the route (they differ in select or getEventData). */
-  subscriptions: Few<Subscription>;
+  subscriptions: OneOrMany<Subscription>;
   /** Until the broker knows this node holds the route (it never rejects); then cleared. */
   registering: Promise<void> | undefined;
 }
@@ -47,7 +47,7 @@ interface Bucket {
 /** A route of an event with history: a bucket of its own class, so that the others carry none of this. */
 class HistoryBucket implements Bucket {
   readonly route: Route;
-  subscriptions: Few<Subscription> = undefined;
+  subscriptions: OneOrMany<Subscription> = undefined;
   registering: Promise<void> | undefined = undefined;
   readonly history: RouteHistory<HistoryBucket>;
   readonly config: HistoryConfig;

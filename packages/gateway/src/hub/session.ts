@@ -1,7 +1,7 @@
 /** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
-import { findIn, sizeOf, type Few } from './few.ts';
+import { findIn, sizeOf, type OneOrMany } from './one-or-many.ts';
 import { coalescedWrites } from '../wire/frames.ts';
 import type { Subscription } from './hub.ts';
 
@@ -22,8 +22,8 @@ export class Session {
   readonly handler: SessionHandler;
   /** Where the expiry queue (session/expiry.ts) holds it, so that a close takes it out at once. */
   expiryBucket: Set<Session> | undefined;
-  /** What this connection registered (most hold one: see few.ts). */
-  subscriptions: Few<Subscription>;
+  /** What this connection registered (most hold one: see one-or-many.ts). */
+  subscriptions: OneOrMany<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
   replying: Promise<void> | undefined;
   /** Frames read and not yet answered (the transport stops reading past a bound). */
