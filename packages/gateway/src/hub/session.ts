@@ -21,7 +21,7 @@ export class Session {
   personToken: VerifiedPersonToken | undefined;
   readonly handler: SessionHandler;
   /** Where the expiry queue (session/expiry.ts) holds it, so that a close takes it out at once. */
-  expiryBucket: Set<Session> | undefined;
+  dueWith: Set<Session> | undefined;
   /** What this connection registered (most hold one: see one-or-many.ts). */
   subscriptions: OneOrMany<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
