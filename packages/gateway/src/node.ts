@@ -164,8 +164,8 @@ export class Gateway {
 
   /** The gate over the events' prepared can-connect code (Gateway.create prepares it). */
   #gate(dataSources: ReadonlyMap<string, DataSource>, prepared: ReadonlyMap<string, PreparedCode>): CanConnectGate {
-    for (const [event, { lean, reasons }] of prepared) {
-      this.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
+    for (const [event, { inIsolate, reasons }] of prepared) {
+      this.log.info({ event, runner: inIsolate ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
     }
     return new CanConnectGate({ prepared, runners: this.#runners, sys: dataSourceCalls(dataSources), metrics: this.metrics });
   }

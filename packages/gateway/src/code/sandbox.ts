@@ -1,5 +1,5 @@
 /**
- * The sandbox runner: code that is not lean runs in worker processes (sandbox-process.ts) or containers
+ * The sandbox runner: code that is not isolate-safe runs in worker processes (sandbox-process.ts) or containers
  * (sandbox-docker.ts) beside the node, each running sandbox-worker.ts. This file is what both share: the
  * code files, the pool, batches of calls run one at a time per worker, g.sys.db.getAll served from the node,
  * the time limit (the node kills a worker that does not answer in time) and a new worker after any death.

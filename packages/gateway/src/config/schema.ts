@@ -178,7 +178,7 @@ const canConnect = z
     code: z.string().min(1).optional(),
     /** A file holding it, relative to the config file. */
     file: z.string().min(1).optional(),
-    /** `auto` (default): lean code runs in an isolate, the rest in the sandbox; or force either. */
+    /** `auto` (default): isolate-safe code runs in an isolate, the rest in the sandbox; or force either. */
     runner: z.enum(['auto', 'isolate', 'sandbox']).default('auto'),
   })
   .strict()
@@ -186,7 +186,7 @@ const canConnect = z
 
 const code = z
   .object({
-    /** isolated-vm isolates per node, for lean code. Default 2. */
+    /** isolated-vm isolates per node, for isolate-safe code. Default 2. */
     isolates: z.number().int().min(1).default(2),
     /** Sandbox workers (processes, or containers with `docker`) per node. Default 2. */
     sandboxes: z.number().int().min(1).default(2),
