@@ -298,7 +298,7 @@ export class Gateway {
     const drainStart = performance.now();
     for (let start = 0, batch = 0; start < sessions.length; start += batchSize, batch++) {
       // Each batch is due at its place from the drain's start: the closes of a batch, and a timer late on a
-      // busy machine, would otherwise stretch every pause after it (70 pauses of 75 ms took ~6 s, not 5.2).
+      // busy machine, would otherwise stretch every pause after it (docs/architecture.md, "Measured costs").
       const wait = drainStart + batch * batchIntervalMs - performance.now();
       if (wait > 0) await delay(wait);
       for (const session of sessions.slice(start, start + batchSize)) {

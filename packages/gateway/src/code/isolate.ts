@@ -75,7 +75,7 @@ const ENTRY_NAMES = ['bind', 'startAll', 'readAll', 'wait', 'run'] as const;
 
 /**
  * CPU the synchronous first step may take on the node's own thread. Isolate-safe code usually settles within it in a few
- * microseconds (an async call to another thread costs ~60 µs); code that does not, or that loops, goes on in
+ * microseconds (an async call to another thread costs far more); code that does not, or that loops, goes on in
  * the isolate's thread under the full time limit, so a loop stalls the node for this long at most.
  */
 const SYNC_SLICE_MS = 10;

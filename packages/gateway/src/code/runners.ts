@@ -62,9 +62,10 @@ export class CodeRunners {
 }
 
 /**
- * A runner whose module is loaded when the runner is first used, not at start: dockerode cost ~75 ms of every
- * start, and isolated-vm's addon memory, for a node that never uses them. Once loaded, calls go straight to it.
- * Like every runner, it answers with a verdict, never a rejection (a failed load is `unavailable`).
+ * A runner whose module is loaded when the runner is first used, not at start: dockerode slowed every start, and
+ * isolated-vm's addon took memory, for a node that never uses them (docs/architecture.md, "Measured costs"). Once
+ * loaded, calls go straight to it. Like every runner, it answers with a verdict, never a rejection (a failed load is
+ * `unavailable`).
  */
 function loadedOnFirstUse(what: string, load: () => Promise<CodeRunner>): CodeRunner {
   let loaded: CodeRunner | undefined;

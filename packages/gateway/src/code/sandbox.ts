@@ -176,7 +176,7 @@ class WorkerSlot implements BatchSlot {
   /** A ready worker that has (or will import) `file`, or the verdict that says why there is none. */
   async #workerFor(file: CodeFile): Promise<WorkerHandle | CanConnectVerdict> {
     if (this.#closed) return unavailable('the runner is closed');
-    // Only a worker's first import of a file needs it on disk (a stat per REGISTER was 3% of the node's time),
+    // Only a worker's first import of a file needs it on disk (a stat per REGISTER showed in the node's profile),
     // and before a worker starts: its permissions name the code directory, which must exist by then.
     let worker = this.#worker;
     if (!worker?.files.has(file.path)) {

@@ -279,8 +279,8 @@ const drain = z
     batchSize: z.number().int().min(1).default(256),
     /**
      * Pause between batches. Default 75 ms. The batches are what spreads the clients: the SDK reconnects within
-     * 1 s of a 1001, so they arrive about as fast as they are closed, and ~3,400 a second is what one successor
-     * took here without its admission queue overflowing (docs/configuration.md).
+     * 1 s of a 1001, so they arrive about as fast as they are closed, and the default's pace is what one successor
+     * took without its admission queue overflowing (figures: docs/configuration.md).
      */
     batchIntervalMs: z.number().int().min(0).default(75),
     /** The drain gives up waiting and the process exits after this. Default 30 s. */

@@ -25,7 +25,7 @@ import type { Session } from './session.ts';
 /**
  * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
  * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
- * the entry's objects and strings were ~130 B of each client's heap.
+ * the entry's objects and strings would be on each client's heap.
  */
 export interface Subscription {
   readonly eventId: string;
@@ -303,7 +303,7 @@ export class Hub {
     let localRoute = shape.routes.get(route.valuesKey);
     if (!localRoute) {
       // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
-      // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
+      // fields array would be copies of their own, so the shape's are kept instead.
       const held: Route = { ...route, event: shape.event, fields: shape.fields };
       const config = this.#options.histories.get(route.event);
       const created: LocalRoute = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : new LocalRouteWithHistory(held, config, this.#routeHistories);

@@ -1,7 +1,7 @@
 /**
  * A collection of none (undefined), one (held inline) or many (a Set, made for a second member): most routes have one
- * subscription and most subscriptions one session, and an empty Set or Map costs ~200 B of hash table per
- * client. Members are objects (never Sets), so the two shapes cannot be confused.
+ * subscription and most subscriptions one session, and an empty Set or Map costs a hash table per client. Members
+ * are objects (never Sets), so the two shapes cannot be confused.
  */
 export type OneOrMany<T extends object> = T | Set<T> | undefined;
 

@@ -314,10 +314,11 @@ export class WebSocketTransport implements SessionHandler {
   }
 
   /**
-   * One tick of the ping sweep: the next 1/ticks of the clients, so that each is pinged once an interval (one
-   * that has not answered the previous ping is closed) and the sweep never holds the node. Pinged all at once,
-   * 10,000 clients held every emit back 20-90 ms for ~300 ms: 10,000 write system calls, then as many pongs to
-   * read. The share is counted in fractions (at 10 clients, one every 6 s), and a round that ends starts the next.
+   * One tick of the ping sweep: the next 1/ticks of the clients, so that each is pinged once an interval (one that
+   * has not answered the previous ping is closed) and the sweep never holds the node. Pinged all at once, a node's
+   * clients held every emit back: a write system call each, then as many pongs to read (docs/architecture.md,
+   * "Measured costs"). The share is counted in fractions (at 10 clients, one every 6 s), and a round that ends starts
+   * the next.
    */
   #pingShare(ticks: number): void {
     const { sessions } = this.#options.hub;

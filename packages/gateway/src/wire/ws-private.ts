@@ -21,10 +21,11 @@ export function releaseHttpObjects(tcp: Socket): void {
 }
 
 /**
- * An EventEmitter whose listener was removed keeps its listener table (`_events`) in dictionary mode: ~280 B per
- * socket, here after @fastify/websocket's error listener goes. The same listeners copied into a plain object, built in
- * the same order for every socket (so all share one hidden class), take ~60 B. Node shapes its streams'
- * `_events` as such plain objects too; no event ws emits is named like an Object.prototype member.
+ * An EventEmitter whose listener was removed keeps its listener table (`_events`) in dictionary mode, here after
+ * @fastify/websocket's error listener goes. The same listeners copied into a plain object, built in the same order
+ * for every socket (so all share one hidden class), take a fraction of it (docs/architecture.md, "Measured costs").
+ * Node shapes its streams' `_events` as such plain objects too; no event ws emits is named like an Object.prototype
+ * member.
  */
 export function compactListeners(emitter: WebSocket): void {
   const table = emitter as unknown as { _events: Record<string, unknown> };
@@ -35,7 +36,7 @@ export function compactListeners(emitter: WebSocket): void {
 
 /**
  * With permessage-deflate off (node.ts sets it so) ws still gives each connection its own empty table of
- * negotiated extensions (`_extensions`), shared by the WebSocket, its Receiver and its Sender: ~56 B per socket.
+ * negotiated extensions (`_extensions`), shared by the WebSocket, its Receiver and its Sender: an object per socket.
  * They only read it (a client-side negotiation writes to its own), so every socket can share one frozen empty table.
  * A socket that did negotiate permessage-deflate (ws's only extension) keeps its own.
  */

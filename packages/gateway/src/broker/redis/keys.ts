@@ -47,8 +47,8 @@ export interface Keyspace {
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
-  // Every emit names a bucket, and every route write: each key is built once (built each time, ~1% of the node's
-  // CPU in an unpaced notify run). At most redis.routeBuckets of them.
+  // Every emit names a bucket, and every route write: each key is built once (built each time, they showed in an
+  // unpaced notify run's profile). At most redis.routeBuckets of them.
   const bucketKeys = new Map<number, string>();
   return {
     routeBucket: (bucket) => {
