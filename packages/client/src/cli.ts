@@ -4,7 +4,7 @@
  * (`herald-ws --help`).
  */
 import { parseArgs } from 'node:util';
-import { EventType, SCHEMA_POST_BULK_INSERT, type Criteria } from '@herald/protocol';
+import { EventType, SCHEMA_POST_BULK_INSERT, tokenPath, type Criteria } from '@herald/protocol';
 import { HeraldClient, HeraldError, type OnEventInput } from './client.ts';
 
 const env = process.env;
@@ -36,7 +36,7 @@ Environment: HERALD_HTTP_URL, HERALD_WS_URL, API_TOKEN, PERSON_TOKEN as above. F
 Node does not trust (Traefik's self-signed default), NODE_EXTRA_CA_CERTS=<its certificate file>.`;
 
 async function token(http: string, userPath: string, body: object): Promise<string> {
-  const response = await fetch(`${http}/api/system-api/${userPath}/token`, {
+  const response = await fetch(`${http}${tokenPath(userPath)}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

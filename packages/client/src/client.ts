@@ -9,6 +9,7 @@ import {
   type Criteria,
   EventType,
   shouldReconnect,
+  StandardCloseCode,
   type ClientFrame,
   type InvalidOnEvent,
   type OnEvent,
@@ -192,7 +193,7 @@ export class HeraldClient<E extends object = EventMap> {
   }
 
   /** Close for good and stop reconnecting; `closed` settles with this code and reason once the socket is closed. */
-  close(code = 1000, reason = ''): Promise<CloseInfo> {
+  close(code: number = StandardCloseCode.NORMAL_CLOSURE, reason = ''): Promise<CloseInfo> {
     if (this.#state === 'closed' || this.#stopped) return this.closed;
     this.#stopped = { code, reason };
     const connection = this.#connection;
@@ -213,7 +214,7 @@ export class HeraldClient<E extends object = EventMap> {
       } catch (error) {
         // Nothing to retry with: getTokens failed with no tokens to fall back on, or the URL is not valid.
         const failure = error instanceof Error ? error : new Error(String(error));
-        return this.#finish({ code: 1006, reason: failure.message, errors: [] }, failure);
+        return this.#finish({ code: StandardCloseCode.ABNORMAL_CLOSURE, reason: failure.message, errors: [] }, failure);
       }
       if (ended === undefined) return;
       const next = this.#afterEnd(ended, attempt + 1);

@@ -2,7 +2,7 @@
  * One WebSocket to a node, from the handshake to its close, on the standard WebSocket (browsers, Node 22+).
  * The client makes a new one for every attempt; reconnecting is the client's business, not this one's.
  */
-import type { ClientFrame, NotificationFrame, ServerFrame, WireError } from '@herald/protocol';
+import { API_TOKEN_QUERY, PERSON_TOKEN_QUERY, StandardCloseCode, type ClientFrame, type NotificationFrame, type ServerFrame, type WireError } from '@herald/protocol';
 import { Liveness } from './liveness.ts';
 import type { Tokens } from './tokens.ts';
 
@@ -28,9 +28,6 @@ export class HeraldError extends Error {
     this.closeCode = closeCode;
   }
 }
-
-/** How a connection that never says CONNECTED, or that goes silent, is given up on, reported as dropped. */
-const ABANDONED = 1006;
 
 /** The liveness probe: an UNREGISTER of nothing, which every node answers and which changes nothing. */
 const PROBE: ClientFrame = { objType: 'UNREGISTER', onEvents: [] };
@@ -78,8 +75,8 @@ export class Connection {
 
   constructor(url: string, tokens: Tokens, handlers: ConnectionHandlers, timing: Timing) {
     const address = new URL(url);
-    address.searchParams.set('x-am-authorization', tokens.apiToken);
-    if (tokens.personToken) address.searchParams.set('x-am-user-authorization', tokens.personToken);
+    address.searchParams.set(API_TOKEN_QUERY, tokens.apiToken);
+    if (tokens.personToken) address.searchParams.set(PERSON_TOKEN_QUERY, tokens.personToken);
     this.#handlers = handlers;
     if (typeof globalThis.WebSocket !== 'function') throw new TypeError('no global WebSocket: @herald/client needs a browser or Node.js 22+');
     this.#socket = new WebSocket(address);
@@ -135,8 +132,8 @@ export class Connection {
    * handshake that a dead path would never complete; the close sent is for a node that is only slow.
    */
   #abandon(reason: string): void {
-    this.#end(ABANDONED, reason);
-    this.#socket.close(1000, reason);
+    this.#end(StandardCloseCode.ABNORMAL_CLOSURE, reason);
+    this.#socket.close(StandardCloseCode.NORMAL_CLOSURE, reason);
   }
 
   #watch({ idleMs, timeoutMs }: LivenessTiming): Liveness {

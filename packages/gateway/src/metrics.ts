@@ -8,9 +8,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
- * prom-client defaults whose cost grows with the open sockets: at 18,000 sockets a scrape spent ~15 ms listing
- * /proc/self/fd and ~15 ms building arrays of every handle and resource, with the event loop stopped.
- * herald_connections counts the sockets; the open files are counted below without a listing.
+ * prom-client defaults whose cost grows with the open sockets: a scrape listed /proc/self/fd and built arrays of
+ * every handle and resource, with the event loop stopped (docs/architecture.md, "Measured costs"). herald_connections
+ * counts the sockets; the open files are counted below without a listing.
  */
 const PER_SOCKET_DEFAULTS = [
   'process_open_fds',
@@ -32,7 +32,7 @@ export interface MetricsOptions {
 
 /**
  * herald_http_responses_total's counts as plain numbers per route and status, handed to prom-client at each scrape:
- * prom-client hashes the labels on every inc, a cost an emit of ~30 µs should not carry.
+ * prom-client hashes the labels on every inc, a cost every emit would carry.
  */
 export class ResponseTally {
   readonly #counts = new Map<string, Map<number, number>>();

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
-import { CloseCode } from '@herald/protocol';
+import { CloseCode, emitPath } from '@herald/protocol';
 import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator, type AuthObserver } from './auth/jwt.ts';
 import type { Broker, Histories } from './broker/broker.ts';
@@ -26,7 +26,7 @@ import { healthRoutes, metricsRoute } from './http/health.ts';
 import { EmitFastPath } from './http/fast-path.ts';
 import { rateLimiters } from './http/rate-limit.ts';
 import { HttpServers, type Ports } from './http/servers.ts';
-import { emitFastRoute, emitPath, emitRoute, tokenRoute } from './http/system-api.ts';
+import { emitFastRoute, emitRoute, tokenRoute } from './http/system-api.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';
@@ -196,8 +196,8 @@ export class Gateway {
 
   /** The gate over the events' prepared can-connect code (Gateway.create prepares it). */
   #gate(dataSources: ReadonlyMap<string, DataSource>, prepared: ReadonlyMap<string, PreparedCode>): CanConnectGate {
-    for (const [event, { lean, reasons }] of prepared) {
-      this.log.info({ event, runner: lean ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
+    for (const [event, { inIsolate, reasons }] of prepared) {
+      this.log.info({ event, runner: inIsolate ? 'isolate' : 'sandbox', reasons }, 'can-connect code loaded');
     }
     return new CanConnectGate({ prepared, runners: this.#runners, sys: dataSourceCalls(dataSources), metrics: this.metrics });
   }
@@ -347,7 +347,7 @@ export class Gateway {
     const drainStart = performance.now();
     for (let start = 0, batch = 0; start < sessions.length; start += batchSize, batch++) {
       // Each batch is due at its place from the drain's start: the closes of a batch, and a timer late on a
-      // busy machine, would otherwise stretch every pause after it (70 pauses of 75 ms took ~6 s, not 5.2).
+      // busy machine, would otherwise stretch every pause after it (docs/architecture.md, "Measured costs").
       const wait = drainStart + batch * batchIntervalMs - performance.now();
       if (wait > 0) await delay(wait);
       for (const session of sessions.slice(start, start + batchSize)) {

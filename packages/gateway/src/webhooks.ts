@@ -8,6 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { SIGNATURE_HEADER } from '@herald/protocol';
 import type { Config } from './config/schema.ts';
 import type { Session } from './hub/session.ts';
 import type { Metrics } from './metrics.ts';
@@ -24,8 +25,6 @@ export interface WebhookEvent {
   /** The close code, for a disconnect. */
   code?: number;
 }
-
-export const SIGNATURE_HEADER = 'x-herald-signature';
 
 /** The first retry waits about this long, each next one twice as long, up to RETRY_MAX_MS. */
 const RETRY_BASE_MS = 200;

@@ -4,6 +4,7 @@
  * time it was written (`sentAt`), so that listeners can tell how late it arrived. It counts how many
  * notifications the calls answered 200 should have delivered.
  */
+import { API_TOKEN_HEADER, emitPath } from '@herald/protocol';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { HttpConnection, jsonPostHead } from './http-connection.ts';
@@ -69,7 +70,7 @@ export class Emitter {
   constructor(options: EmitterOptions) {
     this.#options = options;
     const url = new URL(options.httpBase);
-    this.#head = jsonPostHead(url, `/api/system-api/${options.userPath}/emit-event-ws`, { 'x-am-authorization': options.apiToken });
+    this.#head = jsonPostHead(url, emitPath(options.userPath), { [API_TOKEN_HEADER]: options.apiToken });
   }
 
   /** Run for durationS (or until `signal`), then wait for the calls in flight. */

@@ -12,6 +12,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
+import { API_TOKEN_QUERY } from '@herald/protocol';
 
 const levels = (process.argv[2] ?? '2000,4000,8000').split(',').map(Number);
 const redisPort = process.argv[3] ?? '6399';
@@ -26,7 +27,7 @@ const sockets: WebSocket[] = [];
 const samples: Array<[number, number]> = [[0, usedMemory()]];
 
 async function connect(index: number): Promise<void> {
-  const socket = new WebSocket(`ws://127.0.0.1:${port}/?x-am-authorization=${token}`);
+  const socket = new WebSocket(`ws://127.0.0.1:${port}/?${API_TOKEN_QUERY}=${token}`);
   sockets.push(socket);
   await new Promise((resolve) => socket.once('message', resolve));
   socket.send(JSON.stringify({ objType: 'REGISTER', onEvents: [{ eventType: 'CUSTOM_WS_EVENTS', apiName: 'announcements', condition: { conditionType: 'RESPONSE', criteria: { recipientId: String(index) } } }] }));

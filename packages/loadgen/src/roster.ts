@@ -11,6 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { API_TOKEN_QUERY, PERSON_TOKEN_QUERY } from '@herald/protocol';
 import { registerFrame } from './frames.ts';
 
 export type CriteriaMode = 'person' | 'client' | 'none';
@@ -84,8 +85,8 @@ function urlOf(roster: Roster, index: number): string {
   let urls = urlsOf.get(roster);
   if (!urls) {
     const queries = roster.personTokens.length === 0
-      ? [`?x-am-authorization=${roster.apiToken}`]
-      : roster.personTokens.map((token) => `?x-am-authorization=${roster.apiToken}&x-am-user-authorization=${token}`);
+      ? [`?${API_TOKEN_QUERY}=${roster.apiToken}`]
+      : roster.personTokens.map((token) => `?${API_TOKEN_QUERY}=${roster.apiToken}&${PERSON_TOKEN_QUERY}=${token}`);
     urls = roster.wsUrls.map((wsUrl) => queries.map((query) => `${wsUrl.replace(/\/$/, '')}/${query}`));
     urlsOf.set(roster, urls);
   }

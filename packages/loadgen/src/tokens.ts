@@ -2,6 +2,7 @@
  * Tokens from the gateway's token API: the API user's once, and each person's once however many clients use
  * it. Tokens are signed by the gateway, so a load run cannot make its own.
  */
+import { tokenPath } from '@herald/protocol';
 import type { Person } from './roster.ts';
 
 export interface TokenApi {
@@ -15,7 +16,7 @@ export interface TokenApi {
 }
 
 async function requestToken(api: TokenApi, body: object): Promise<string> {
-  const response = await fetch(`${api.httpBase.replace(/\/$/, '')}/api/system-api/${api.userPath}/token`, {
+  const response = await fetch(`${api.httpBase.replace(/\/$/, '')}${tokenPath(api.userPath)}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

@@ -1,20 +1,53 @@
 /**
  * One catalogue of what can go wrong, shared by the gateway and its clients.
  *
- * Close codes follow centrifuge's idea: the range tells a client what to do without knowing every code.
+ * Close codes follow centrifuge's idea: the range tells a client what to do without knowing every code
+ * (CLOSE_CODE_RANGES; docs/protocol.md section 7):
  * - 1000-2999: standard WebSocket codes (1001 going away, 1009 too big, 1013 try again later): reconnect.
  * - 4000-4499: ours, reconnect with backoff (a transient condition; a refreshed token may fix it).
  * - 4500-4999: ours, final: reconnecting with the same input would fail again, so do not.
  */
+export const CLOSE_CODE_RANGES = {
+  standard: { from: 1000, to: 2999, reconnect: true },
+  transient: { from: 4000, to: 4499, reconnect: true },
+  final: { from: 4500, to: 4999, reconnect: false },
+} as const;
+
+/**
+ * The codes RFC 6455 (7.4.1) and IANA's registry define, by name: the ones the node sends are in CloseCode too;
+ * the others are what ends report (1005 closed without a code, 1006 dropped) or what a peer may send.
+ */
+export const StandardCloseCode = {
+  NORMAL_CLOSURE: 1000,
+  GOING_AWAY: 1001,
+  PROTOCOL_ERROR: 1002,
+  UNSUPPORTED_DATA: 1003,
+  /** Never sent: a close frame without a code is reported as this. */
+  NO_STATUS_RECEIVED: 1005,
+  /** Never sent: a connection that ended without a close frame is reported as this. */
+  ABNORMAL_CLOSURE: 1006,
+  INVALID_PAYLOAD: 1007,
+  POLICY_VIOLATION: 1008,
+  MESSAGE_TOO_BIG: 1009,
+  MANDATORY_EXTENSION: 1010,
+  INTERNAL_ERROR: 1011,
+  SERVICE_RESTART: 1012,
+  TRY_AGAIN_LATER: 1013,
+  BAD_GATEWAY: 1014,
+  TLS_HANDSHAKE: 1015,
+} as const;
+export type StandardCloseCode = (typeof StandardCloseCode)[keyof typeof StandardCloseCode];
+
+/** The codes the node closes connections with. */
 export const CloseCode = {
   /** The node is draining (deploy, SIGTERM): reconnect elsewhere. */
-  GOING_AWAY: 1001,
+  GOING_AWAY: StandardCloseCode.GOING_AWAY,
   /** A frame was larger than the node's maxPayload. */
-  MESSAGE_TOO_BIG: 1009,
+  MESSAGE_TOO_BIG: StandardCloseCode.MESSAGE_TOO_BIG,
   /** The node failed to answer a frame (its fault, counted): reconnect, and the subscriptions are made again. */
-  INTERNAL_ERROR: 1011,
+  INTERNAL_ERROR: StandardCloseCode.INTERNAL_ERROR,
   /** The node is shedding this client (its unsent data passed the bound): reconnect later. */
-  TRY_AGAIN_LATER: 1013,
+  TRY_AGAIN_LATER: StandardCloseCode.TRY_AGAIN_LATER,
   /** The token expired: refresh it, then reconnect. */
   TOKEN_EXPIRED: 4001,
   /** The client did not answer pings in time. */
@@ -34,7 +67,8 @@ export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
 
 /** Whether a client should reconnect after a close with this code. */
 export function shouldReconnect(code: number): boolean {
-  return !(code >= 4500 && code <= 4999);
+  const { final } = CLOSE_CODE_RANGES;
+  return !(code >= final.from && code <= final.to);
 }
 
 /**

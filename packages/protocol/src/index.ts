@@ -3,3 +3,4 @@ export * from './messages.ts';
 export * from './parse.ts';
 export * from './encode.ts';
 export * from './limits.ts';
+export * from './http.ts';

@@ -1,8 +1,8 @@
-/** Encoders and the code catalogue: what a client parses is what was meant, and the ranges say whether to reconnect. */
+/** Encoders: what a client parses is what was meant. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { CloseCode, CONNECTED_FRAME, encodeErrors, encodeNotification, EventType, shouldReconnect } from '../src/index.ts';
+import { CONNECTED_FRAME, encodeErrors, encodeNotification, EventType } from '../src/index.ts';
 import { fuzzRuns } from './arbitraries.ts';
 
 test('encodeNotification parses back to the notification, with eventData or without', () => {
@@ -21,12 +21,4 @@ test('CONNECTED and error frames are the JSON of their types', () => {
   assert.deepEqual(JSON.parse(CONNECTED_FRAME), { type: 'CONNECTED', response: { connected: true } });
   const errors = [{ code: 'BAD_FRAME' as const, message: 'm' }];
   assert.deepEqual(JSON.parse(encodeErrors('ERROR', errors)), { type: 'ERROR', errors });
-});
-
-test('close codes: 4500-4999 are final, every other code (ours and the standard ones) says reconnect', () => {
-  for (const code of Object.values(CloseCode)) assert.equal(shouldReconnect(code), code < 4500, String(code));
-  assert.equal(shouldReconnect(4499), true);
-  assert.equal(shouldReconnect(4500), false);
-  assert.equal(shouldReconnect(4999), false);
-  assert.equal(shouldReconnect(1006), true);
 });

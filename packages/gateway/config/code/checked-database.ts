@@ -1,5 +1,5 @@
 // Can-connect code of the event `checked-database`: reads the person's row with g.sys.db.getAll and lets them
-// subscribe only if the row still exists and says India. Lean (it only calls g.sys), so it runs in an isolate.
+// subscribe only if the row still exists and says India. Isolate-safe (it only calls g.sys), so it runs in an isolate.
 interface Customer {
   customer_id: number;
   country: string;

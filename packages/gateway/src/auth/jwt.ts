@@ -39,12 +39,11 @@ interface Claims {
 }
 
 /**
- * Tokens verified, by their exact text, each until it must be verified again: at its expiry, or after `keptMs`
- * (as fast-jwt's cacheTTL). fast-jwt's own cache keys each token by a SHA-256 of it (~2.5 µs a call: ~5% of an
- * emit, ~4% of what a node spends taking a client in a reconnect storm); a lookup by the text itself costs nothing,
- * and cannot collide. Only verified tokens enter. At most `max` are kept, in two generations: once the newer holds
- * half, the older is dropped whole. Dropping the oldest one at a time (`keys().next()`) made V8 scan the holes the
- * deletes leave: ~8 µs a call once full, against ~1 µs.
+ * Tokens verified, by their exact text, each until it must be verified again: at its expiry, or after `keptMs` (as
+ * fast-jwt's cacheTTL). fast-jwt's own cache keys each token by a SHA-256 of it, which every emit and every handshake
+ * paid; a lookup by the text itself costs nothing, and cannot collide. Only verified tokens enter. At most `max` are
+ * kept, in two generations: once the newer holds half, the older is dropped whole. Dropping the oldest one at a time
+ * (`keys().next()`) made V8 scan the holes the deletes leave (docs/architecture.md, "Measured costs").
  */
 export class VerifiedTokens<T> {
   #current = new Map<string, { value: T; until: number }>();
@@ -79,7 +78,7 @@ const PERSON_TOKENS_KEPT = 10_000;
 const TOKEN_KEPT_MS = 600_000;
 /** Password checks at once: half of libuv's default pool, so that DNS and file work keep threads through a login flood. */
 const PASSWORD_CHECKS_AT_ONCE = 2;
-/** Logins waiting for a check; past it, UNAVAILABLE. At the default cost, ~8 s of checks. */
+/** Logins waiting for a check; past it, UNAVAILABLE: a bounded wait, at the default cost (docs/architecture.md). */
 const PASSWORD_CHECKS_WAITING = 64;
 
 export type PersonLoginResult = 'ok' | 'wrong_password' | 'unknown_person' | 'not_hashed' | 'busy';

@@ -13,7 +13,7 @@ let epochs = 0;
 /**
  * A new epoch, never made before: this process's random part and a count, in base64url's alphabet (as `since`
  * accepts them). The Redis broker passes one with every append, for the script to use if the route has lost its
- * position; 8 random bytes for each cost the node ~4% of its CPU in unpaced emits (randomFillSync).
+ * position; 8 random bytes for each (randomFillSync) were a visible share of the node's CPU in unpaced emits.
  */
 export function newEpoch(): string {
   return `${EPOCH_PREFIX}${(++epochs).toString(36)}`;

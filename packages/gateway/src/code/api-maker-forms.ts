@@ -14,11 +14,11 @@
  *    blanked, main being declared; with a function, or another function's name, on the right, the left side becomes
  *    `const main =`. Any other top-level assignment to `module.exports` or `exports` is refused at start.
  * Both are rewritten in place, keeping the source's length and lines (line numbers stay true), and neither is left to
- * push otherwise lean code to the sandbox (lean.ts).
+ * push otherwise isolate-safe code to the sandbox (isolate-safe.ts).
  */
 import type { Program } from 'acorn';
 import { ConfigError } from '../errors.ts';
-import { isNameSlot, isNode, type AnyNode } from './lean.ts';
+import { isNameSlot, isNode, type AnyNode } from './isolate-safe.ts';
 
 export const TYPINGS_MODULES: ReadonlySet<string> = new Set(['types', 'db-interfaces']);
 

@@ -12,10 +12,9 @@ const MAX_BATCH = 32;
 
 /**
  * How long a batch stays open when the last one closed less than this before: calls are coming steadily. Under a
- * churn of REGISTERs a turn of the event loop brings one or two, so a batch of two turns held ~3 calls, and the
- * node spent 20-27 µs more per client than on the same churn without code (isolates); open 2 ms, a batch holds
- * ~20 and the difference is −7 to +13 µs (`wsload churn … -c 100 --register checked-token`, alternated with
- * `announcements`). A call after a quiet spell does not wait for it: its batch closes at the end of the next turn.
+ * churn of REGISTERs a turn of the event loop brings one or two, too few for a batch to pay for itself; open 2 ms, a
+ * batch holds enough that a churned client costs about what it costs without code (docs/architecture.md, "Measured
+ * costs"). A call after a quiet spell does not wait for it: its batch closes at the end of the next turn.
  */
 const BATCH_WINDOW_MS = 2;
 

@@ -1,6 +1,6 @@
 /**
  * Can-user-connect code: an event may carry code that decides, per REGISTER, whether a client may
- * subscribe. A CodeRunner runs it somewhere that cannot harm the node: an isolate (isolate.ts) for lean
+ * subscribe. A CodeRunner runs it somewhere that cannot harm the node: an isolate (isolate.ts) for isolate-safe
  * code, a sandboxed worker process or container (sandbox.ts) for the rest. See prepare.ts for which is which.
  */
 import type { Filter, Row } from '../data/data-source.ts';
@@ -70,8 +70,8 @@ export interface PreparedCode {
   /** Whether the source itself exports main (`export async function main`); the sandbox adds the export otherwise. */
   exportsMain: boolean;
   /** True: runs in an isolate; false: in the sandbox. */
-  lean: boolean;
-  /** Why the code is not lean (empty when it is): for the start-up log. */
+  inIsolate: boolean;
+  /** Why the code is not isolate-safe (empty when it is): for the start-up log. */
   reasons: string[];
 }
 

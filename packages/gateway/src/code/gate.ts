@@ -50,7 +50,7 @@ export class CanConnectGate {
 
   #gate(event: string, code: PreparedCode): Gated {
     const { canConnect, canConnectSeconds } = this.#options.metrics;
-    const runner: Runner = code.lean ? 'isolate' : 'sandbox';
+    const runner: Runner = code.inIsolate ? 'isolate' : 'sandbox';
     const results = new Map<string, { inc(): void }>();
     const count = (result: string): void => {
       let child = results.get(result);

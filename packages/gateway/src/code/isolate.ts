@@ -1,5 +1,5 @@
 /**
- * The isolate runner: lean code runs in V8 isolates inside the node (isolated-vm), each with its own heap
+ * The isolate runner: isolate-safe code runs in V8 isolates inside the node (isolated-vm), each with its own heap
  * and memory limit and no Node APIs at all. A small pool of isolates; each code version gets its own
  * context in an isolate, compiled and loaded once, then its `main` is called per REGISTER.
  *
@@ -30,7 +30,7 @@ const OUTCOME_SCRIPT = `const __heraldOutcome = ${outcomeOf.toString()};`;
  * calls. `startAll` calls main once per request of a batch, with `g` built inside the isolate (g.sys.db.getAll
  * calls back into the node through the reference `bind` set: the query copied out, the rows copied in), and
  * answers the outcomes known at once (null for a call still pending). `readAll` answers them again after the
- * isolate has run its microtasks (it does when a call returns): most async lean code has settled by then.
+ * isolate has run its microtasks (it does when a call returns): most async isolate-safe code has settled by then.
  * `wait` hands back one pending call's promise; `run` runs one request alone.
  */
 const entryScript = (source: string): string => `(function () {
@@ -74,8 +74,8 @@ interface Entry {
 const ENTRY_NAMES = ['bind', 'startAll', 'readAll', 'wait', 'run'] as const;
 
 /**
- * CPU the synchronous first step may take on the node's own thread. Lean code usually settles within it in a few
- * microseconds (an async call to another thread costs ~60 µs); code that does not, or that loops, goes on in
+ * CPU the synchronous first step may take on the node's own thread. Isolate-safe code usually settles within it in a few
+ * microseconds (an async call to another thread costs far more); code that does not, or that loops, goes on in
  * the isolate's thread under the full time limit, so a loop stalls the node for this long at most.
  */
 const SYNC_SLICE_MS = 10;

@@ -1,7 +1,7 @@
 /**
  * From config to PreparedCode, once at start-up: load the code (inline or from a file), strip its
  * TypeScript types, take API Maker's forms as written (api-maker-forms.ts: its typings import, its CommonJS
- * export), check its syntax and that it declares `main`, digest it, and place it (isolate or sandbox, lean.ts).
+ * export), check its syntax and that it declares `main`, digest it, and place it (isolate or sandbox, isolate-safe.ts).
  * Every problem is a ConfigError naming the event: the node refuses to start.
  */
 import { createHash } from 'node:crypto';
@@ -11,7 +11,7 @@ import { parse, type Program } from 'acorn';
 import { ConfigError } from '../errors.ts';
 import { withApiMakerForms } from './api-maker-forms.ts';
 import type { PreparedCode, RunnerChoice } from './code-runner.ts';
-import { boundNames, FUNCTION_TYPES, isNode, leanReasons, type AnyNode } from './lean.ts';
+import { boundNames, FUNCTION_TYPES, isNode, whyNotIsolateSafe, type AnyNode } from './isolate-safe.ts';
 import { withoutNeedlessAsync } from './sync-main.ts';
 
 /** An event's `canConnect` in the config: exactly one of `code` and `file`. */
@@ -19,7 +19,7 @@ export interface CanConnectConfig {
   code?: string | undefined;
   /** An absolute path: the config loader resolves it against the config file's directory. */
   file?: string | undefined;
-  /** Default 'auto': lean code to an isolate, the rest to the sandbox. */
+  /** Default 'auto': isolate-safe code to an isolate, the rest to the sandbox. */
   runner?: RunnerChoice | undefined;
 }
 
@@ -42,15 +42,15 @@ export function prepareCode(event: string, config: CanConnectConfig): PreparedCo
   const program = source === stripped ? parsed : parseModule(field, source);
   const { declaresMain, exportsMain, main } = findMain(program);
   if (!declaresMain && !exportsMain) throw new ConfigError(`${field}: the code must declare a top-level function main(g)`);
-  const reasons = leanReasons(program);
+  const reasons = whyNotIsolateSafe(program);
   const runner = config.runner ?? 'auto';
   if (runner === 'isolate' && (exportsMain || reasons.some((reason) => reason.includes('module syntax')))) {
     throw new ConfigError(`${field}: runner 'isolate' cannot run module code (import or export): use 'sandbox' or 'auto'`);
   }
-  const lean = runner === 'auto' ? reasons.length === 0 : runner === 'isolate';
+  const inIsolate = runner === 'auto' ? reasons.length === 0 : runner === 'isolate';
   const runnable = withoutNeedlessAsync(program, source, main);
   const id = createHash('sha256').update(runnable).digest('hex');
-  return { event, id, source: runnable, exportsMain, lean, reasons };
+  return { event, id, source: runnable, exportsMain, inIsolate, reasons };
 }
 
 function loadText(field: string, { code, file }: CanConnectConfig): string {

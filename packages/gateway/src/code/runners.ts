@@ -1,7 +1,7 @@
 /**
- * The node's code runners, built once from config `code`: an isolate pool for lean code and a sandbox
+ * The node's code runners, built once from config `code`: an isolate pool for isolate-safe code and a sandbox
  * (worker processes, or containers when `code.docker` is set) for the rest. Each is created on first use,
- * so a node whose events carry no code, or only lean code, starts no process and writes no file; the isolate
+ * so a node whose events carry no code, or only isolate-safe code, starts no process and writes no file; the isolate
  * runner's module (isolated-vm's addon) and the Docker client are loaded then too, not at start.
  */
 import type { ApiUser, Person } from '../auth/authenticator.ts';
@@ -48,7 +48,7 @@ export class CodeRunners {
 
   /** Runs `code` where its placement says. Never rejects: failures are verdicts with `failure` set. */
   canConnect(code: PreparedCode, request: CanConnectRequest, sys: SystemCalls): Promise<CanConnectVerdict> {
-    return (code.lean ? this.isolate : this.sandbox).canConnect(code, request, sys);
+    return (code.inIsolate ? this.isolate : this.sandbox).canConnect(code, request, sys);
   }
 
   async close(): Promise<void> {
@@ -62,9 +62,10 @@ export class CodeRunners {
 }
 
 /**
- * A runner whose module is loaded when the runner is first used, not at start: dockerode cost ~75 ms of every
- * start, and isolated-vm's addon memory, for a node that never uses them. Once loaded, calls go straight to it.
- * Like every runner, it answers with a verdict, never a rejection (a failed load is `unavailable`).
+ * A runner whose module is loaded when the runner is first used, not at start: dockerode slowed every start, and
+ * isolated-vm's addon took memory, for a node that never uses them (docs/architecture.md, "Measured costs"). Once
+ * loaded, calls go straight to it. Like every runner, it answers with a verdict, never a rejection (a failed load is
+ * `unavailable`).
  */
 function loadedOnFirstUse(what: string, load: () => Promise<CodeRunner>): CodeRunner {
   let loaded: CodeRunner | undefined;

@@ -1,5 +1,5 @@
 /**
- * A sandbox worker: runs can-connect code that is not lean, as plain Node would, one call at a time (a batch's
+ * A sandbox worker: runs can-connect code that is not isolate-safe, as plain Node would, one call at a time (a batch's
  * calls in order, each answered as it settles), in a process the node started with Node's permission model
  * locked down (sandbox-process.ts) or in a container (sandbox-docker.ts). The node enforces the time limit by
  * killing it; the heap limit is --max-old-space-size. Code modules are imported once per version and keep their

@@ -1,5 +1,5 @@
 /**
- * The sandbox runner: code that is not lean runs in worker processes (sandbox-process.ts) or containers
+ * The sandbox runner: code that is not isolate-safe runs in worker processes (sandbox-process.ts) or containers
  * (sandbox-docker.ts) beside the node, each running sandbox-worker.ts. This file is what both share: the
  * code files, the pool, batches of calls run one at a time per worker, g.sys.db.getAll served from the node,
  * the time limit (the node kills a worker that does not answer in time) and a new worker after any death.
@@ -176,7 +176,7 @@ class WorkerSlot implements BatchSlot {
   /** A ready worker that has (or will import) `file`, or the verdict that says why there is none. */
   async #workerFor(file: CodeFile): Promise<WorkerHandle | CanConnectVerdict> {
     if (this.#closed) return unavailable('the runner is closed');
-    // Only a worker's first import of a file needs it on disk (a stat per REGISTER was 3% of the node's time),
+    // Only a worker's first import of a file needs it on disk (a stat per REGISTER showed in the node's profile),
     // and before a worker starts: its permissions name the code directory, which must exist by then.
     let worker = this.#worker;
     if (!worker?.files.has(file.path)) {

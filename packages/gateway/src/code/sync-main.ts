@@ -8,7 +8,7 @@
  * named nowhere but in its declaration, so no caller expects the promise.
  */
 import type { Program } from 'acorn';
-import { FUNCTION_TYPES, isNode, type AnyNode } from './lean.ts';
+import { FUNCTION_TYPES, isNode, type AnyNode } from './isolate-safe.ts';
 
 function children(node: AnyNode): AnyNode[] {
   return Object.values(node).flatMap((child) => (Array.isArray(child) ? child : [child])).filter(isNode);

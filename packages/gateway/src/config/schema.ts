@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_FRAME_LIMITS } from '@herald/protocol';
-import { NODE_ID_SEPARATOR } from '../broker/redis/keys.ts';
+import { NODE_ID_SEPARATOR } from '../node-id.ts';
 
 const name = z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only');
 
@@ -178,7 +178,7 @@ const canConnect = z
     code: z.string().min(1).optional(),
     /** A file holding it, relative to the config file. */
     file: z.string().min(1).optional(),
-    /** `auto` (default): lean code runs in an isolate, the rest in the sandbox; or force either. */
+    /** `auto` (default): isolate-safe code runs in an isolate, the rest in the sandbox; or force either. */
     runner: z.enum(['auto', 'isolate', 'sandbox']).default('auto'),
   })
   .strict()
@@ -186,7 +186,7 @@ const canConnect = z
 
 const code = z
   .object({
-    /** isolated-vm isolates per node, for lean code. Default 2. */
+    /** isolated-vm isolates per node, for isolate-safe code. Default 2. */
     isolates: z.number().int().min(1).default(2),
     /** Sandbox workers (processes, or containers with `docker`) per node. Default 2. */
     sandboxes: z.number().int().min(1).default(2),
@@ -299,8 +299,8 @@ const drain = z
     batchSize: z.number().int().min(1).default(256),
     /**
      * Pause between batches. Default 75 ms. The batches are what spreads the clients: the SDK reconnects within
-     * 1 s of a 1001, so they arrive about as fast as they are closed, and ~3,400 a second is what one successor
-     * took here without its admission queue overflowing (docs/configuration.md).
+     * 1 s of a 1001, so they arrive about as fast as they are closed, and the default's pace is what one successor
+     * took without its admission queue overflowing (figures: docs/configuration.md).
      */
     batchIntervalMs: z.number().int().min(0).default(75),
     /** The drain gives up waiting and the process exits after this. Default 30 s. */

@@ -13,7 +13,7 @@ export async function openDataSources(instances: Config['instances']): Promise<M
   return sources;
 }
 
-/** The MongoDB driver is loaded only by a node that has a MongoDB instance: ~60 ms of every start otherwise. */
+/** The MongoDB driver is loaded only by a node that has a MongoDB instance: it would slow every start otherwise. */
 async function connectMongo(url: string): Promise<DataSource> {
   const { MongoDataSource } = await import('./mongodb.ts');
   return MongoDataSource.connect(url);

@@ -1,5 +1,5 @@
 /** The event catalogue: which events exist, who may register and emit them, and which criteria bind to a person. */
-import { EventType, quoted, type OnEvent } from '@herald/protocol';
+import { EventType, PERSON_TOKEN_QUERY, quoted, type OnEvent } from '@herald/protocol';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { Config } from '../config/schema.ts';
 import { GatewayError } from '../errors.ts';
@@ -74,7 +74,7 @@ export class EventCatalogue {
     }
     if (event.bind.length === 0) return;
     if (!person) {
-      throw new GatewayError('PERSON_TOKEN_REQUIRED', `${name} needs a person token (x-am-user-authorization)`);
+      throw new GatewayError('PERSON_TOKEN_REQUIRED', `${name} needs a person token (${PERSON_TOKEN_QUERY})`);
     }
     for (const [field, column] of event.bind) {
       const wanted = criteria?.[field];

@@ -2,6 +2,7 @@
  * The tables the config declares: who may read and who may write each, and which of its columns the table API
  * never shows. The table API and INSTANCES registrations ask here.
  */
+import { API_TOKEN_HEADER, PERSON_TOKEN_HEADER } from '@herald/protocol';
 import type { ApiUser, Person } from '../auth/authenticator.ts';
 import type { AccessLevel, Config, TableAccess } from '../config/schema.ts';
 import type { Filter, Row } from '../data/data-source.ts';
@@ -55,8 +56,8 @@ export class Table {
 }
 
 const NEEDS: Record<Exclude<AccessLevel, 'none' | 'public'>, string> = {
-  apiUser: 'an API user token (x-am-authorization)',
-  both: 'an API user token (x-am-authorization) and a person token (x-am-user-authorization)',
+  apiUser: `an API user token (${API_TOKEN_HEADER})`,
+  both: `an API user token (${API_TOKEN_HEADER}) and a person token (${PERSON_TOKEN_HEADER})`,
 };
 
 export class TableCatalogue {
@@ -92,7 +93,7 @@ export class TableCatalogue {
     if (level === 'none') throw new GatewayError('TABLE_FORBIDDEN', `table ${name} allows no ${using} through the table API`);
     if (!caller.apiUser) throw new GatewayError('TOKEN_MISSING', `${using} this table needs ${NEEDS[level]}`);
     if (level === 'both' && !caller.person) {
-      throw new GatewayError('PERSON_TOKEN_REQUIRED', `${using} this table needs a person token too (x-am-user-authorization)`);
+      throw new GatewayError('PERSON_TOKEN_REQUIRED', `${using} this table needs a person token too (${PERSON_TOKEN_HEADER})`);
     }
     return table;
   }

@@ -4,14 +4,14 @@
  * crosses the fleet is FleetControl's (session/fleet.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isRecord, quoted, utf8Length } from '@herald/protocol';
+import { API_TOKEN_HEADER, controlPaths, isRecord, quoted, utf8Length } from '@herald/protocol';
 import type { Authenticator } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import type { FleetControl } from '../session/fleet.ts';
 import { MAX_CLOSE_REASON_BYTES } from '../session/messages.ts';
 import { personSubject, type Subject } from '../session/subjects.ts';
 import { ok } from './envelope.ts';
-import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
+import { tokenHeader } from './headers.ts';
 
 export interface ControlApiOptions {
   userPath: string;
@@ -71,7 +71,7 @@ export function presenceQueryOf(query: unknown): { subject: Subject } | { event:
 }
 
 export function controlApi(app: FastifyInstance, { userPath, authenticator, control, groups }: ControlApiOptions): void {
-  const prefix = `/api/system-api/${userPath}`;
+  const paths = controlPaths(userPath);
   const allowed = new Set(groups);
   // A callback, as the emit's: whoever may not call it learns so before anything about its body.
   const authorize = (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void => {
@@ -88,17 +88,17 @@ export function controlApi(app: FastifyInstance, { userPath, authenticator, cont
     done();
   };
 
-  app.post(`${prefix}/disconnect`, { onRequest: authorize }, async (request) => {
+  app.post(paths.disconnect, { onRequest: authorize }, async (request) => {
     const { subject, reconnect, reason } = disconnectOf(request.body);
     return ok({ nodes: await control.disconnect(subject, reconnect, reason) });
   });
 
-  app.post(`${prefix}/revoke`, { onRequest: authorize }, async (request) => {
+  app.post(paths.revoke, { onRequest: authorize }, async (request) => {
     if (!isRecord(request.body)) throw bad('the body must be a JSON object');
     return ok(await control.revoke(subjectOfBody(request.body)));
   });
 
-  app.get(`${prefix}/presence`, { onRequest: authorize }, async (request) => {
+  app.get(paths.presence, { onRequest: authorize }, async (request) => {
     const query = presenceQueryOf(request.query);
     const { count, nodes, complete, missing } = await control.presence(query);
     if ('event' in query) return ok({ event: query.event, subscribers: count, nodes, complete, missing });

@@ -1,9 +1,9 @@
 /**
- * The emit's fast path: the gateway's own HTTP/1.1 reader in front of Node's HTTP server, for the one call a back
- * end makes tens of thousands of times a second. A request that is a plain emit (POST to the emit path, HTTP/1.1,
- * a JSON body with Content-Length, nothing unusual in its head) is answered here, on the connection it came on: one
- * read and one write, no IncomingMessage, ServerResponse, fastify request, reply or hooks. Node's server cost
- * ~16 µs of the node's ~37 µs per unpaced emit (`node bench/notify-floor.ts --server http` against `--server raw`).
+ * The emit's fast path: the gateway's own HTTP/1.1 reader in front of Node's HTTP server, for the one call a back end
+ * makes tens of thousands of times a second. A request that is a plain emit (POST to the emit path, HTTP/1.1, a JSON
+ * body with Content-Length, nothing unusual in its head) is answered here, on the connection it came on: one read and
+ * one write, no IncomingMessage, ServerResponse, fastify request, reply or hooks. Node's server and fastify were a
+ * large share of an unpaced emit's cost (docs/architecture.md, "Measured costs").
  *
  * Everything else goes to Node's server, and fastify answers it as before: a connection whose first bytes are not a
  * POST (every WebSocket upgrade) at once, and a connection whose next request is not a plain emit with the bytes read
@@ -24,9 +24,8 @@
  */
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { isRecord } from '@herald/protocol';
+import { API_TOKEN_HEADER, isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
-import { API_TOKEN_HEADER } from './headers.ts';
 import { UnreadBytes } from './unread-bytes.ts';
 
 export interface FastAnswer {
@@ -148,9 +147,9 @@ export class EmitFastPath {
 
   /**
    * The first bytes tell: a WebSocket upgrade (a GET) goes to Node's server at once. A client that sends nothing is
-   * cut off after the server's headersTimeout, as Node's server would. A timer of its own, not socket.setTimeout:
-   * a socket keeps its last timeout object even once cleared (~175 B of heap per client for good, measured by heap
-   * snapshots of 5,000 clients).
+   * cut off after the server's headersTimeout, as Node's server would. A timer of its own, not socket.setTimeout: a
+   * socket keeps its last timeout object even once cleared, heap each client would hold for good
+   * (docs/architecture.md, "Measured costs").
    */
   #accept(socket: Socket, owner: Owner): void {
     const silent = setTimeout(() => socket.destroy(), owner.server.headersTimeout).unref();

@@ -1,6 +1,6 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isRecord, MAX_JSON_DEPTH, nestedDeeperThan } from '@herald/protocol';
+import { API_TOKEN_HEADER, emitPath, isRecord, MAX_JSON_DEPTH, nestedDeeperThan, tokenPath } from '@herald/protocol';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import { GatewayError } from '../errors.ts';
@@ -8,7 +8,7 @@ import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
-import { API_TOKEN_HEADER, tokenHeader } from './headers.ts';
+import { tokenHeader } from './headers.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
 
 export interface SystemApiOptions {
@@ -102,7 +102,7 @@ export function tokenRoute(
   tokenRequests: RateLimiter,
 ): void {
   const limitTokenRequests = limitBy((request) => [tokenRequests, clientOf(request)]);
-  app.post<{ Body: TokenBody }>(`/api/system-api/${userPath}/token`, { schema: { body: tokenBody }, onRequest: limitTokenRequests }, async (request) =>
+  app.post<{ Body: TokenBody }>(tokenPath(userPath), { schema: { body: tokenBody }, onRequest: limitTokenRequests }, async (request) =>
     ok(await authenticator.issue(tokenRequest(request.body))),
   );
 }
@@ -128,8 +128,6 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void
     (request) => emit(request.apiUser as ApiUser, request.body),
   );
 }
-
-export const emitPath = (userPath: string): string => `/api/system-api/${userPath}/emit-event-ws`;
 
 /** One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. */
 function emitter({ catalogue, broker, metrics }: SystemApiOptions) {

@@ -5,7 +5,7 @@
  * the DataSource's. Every call spends one request of its caller's rate limit first.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { MAX_JSON_DEPTH, isRecord, nestedDeeperThan } from '@herald/protocol';
+import { API_TOKEN_HEADER, MAX_JSON_DEPTH, NEXT_SKIP_HEADER, PERSON_TOKEN_HEADER, TABLE_SAVE_SEGMENT, isRecord, nestedDeeperThan, tablePath } from '@herald/protocol';
 import type { ApiUser, Authenticator } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
 import type { Config } from '../config/schema.ts';
@@ -15,7 +15,7 @@ import { tableEvent } from '../events/routing.ts';
 import type { Caller, Table, TableCatalogue, TableRef, TableUse } from '../events/tables.ts';
 import type { Metrics } from '../metrics.ts';
 import { ok, okOfJson } from './envelope.ts';
-import { API_TOKEN_HEADER, PERSON_TOKEN_HEADER, tokenHeader } from './headers.ts';
+import { tokenHeader } from './headers.ts';
 import { clientOf, limitBy, type RateLimiters } from './rate-limit.ts';
 
 /** Rows in one save: a bound on the work (and the notifications) one request can cause. */
@@ -23,7 +23,6 @@ export const MAX_ROWS_PER_SAVE = 1000;
 /** The largest `skip`: what every data source takes as a count. */
 const MAX_SKIP = 2 ** 31 - 1;
 /** Set on a GET answer after which more rows may follow: the `skip` of the next page. */
-export const NEXT_SKIP_HEADER = 'x-herald-next-skip';
 
 export interface TablesOptions {
   userPath: string;
@@ -101,7 +100,7 @@ function pageOf(rows: Row[], limit: number, maxBytes: number): { json: string; c
 
 export function tableRoutes(app: FastifyInstance, options: TablesOptions): void {
   const { authenticator, tables, dataSources, broker, metrics, limits, rateLimiters } = options;
-  const prefix = `/api/schema/${options.userPath}/:instance/:database/:collection`;
+  const prefix = tablePath(options.userPath, ':instance', ':database', ':collection');
 
   /** The caller's API user when its token is given and good; a bad one is refused by `authorize`, after the limit. */
   const apiUserOf = (request: FastifyRequest): ApiUser | undefined => {
@@ -150,7 +149,7 @@ export function tableRoutes(app: FastifyInstance, options: TablesOptions): void 
     return reply.type('application/json; charset=utf-8').send(okOfJson(page.json));
   });
 
-  app.post(`${prefix}/save-single-or-multiple`, { onRequest: limitCalls, bodyLimit: limits.maxSaveBytes }, async (request) => {
+  app.post(`${prefix}/${TABLE_SAVE_SEGMENT}`, { onRequest: limitCalls, bodyLimit: limits.maxSaveBytes }, async (request) => {
     const [ref, table] = authorize(request, 'write');
     const saved = await sourceOf(ref).insert(ref, rowsOf(request.body, limits.maxRowBytes, metrics));
     const shown = saved.map((row) => table.visible(row));

@@ -2,7 +2,7 @@
  * The Hub owns this node's connections and their subscriptions, indexed by route so that an emit for one
  * person costs a map lookup per criteria shape, and each distinct NOTIFICATION is encoded once.
  *
- *   event -> shape (sorted criteria fields) -> values key -> Bucket (one route) -> Subscription (one eventId)
+ *   event -> shape (sorted criteria fields) -> values key -> LocalRoute (one route) -> Subscription (one eventId)
  *   -> sessions
  *
  * It tells the Broker when a route first appears here and when it last leaves; it never talks to Redis itself.
@@ -16,8 +16,8 @@ import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
-import { addTo, findIn, membersOf, removeFrom, sizeOf, type Few } from './few.ts';
-import { CoalescedWrites, textFrame } from '../transport/frames.ts';
+import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
+import { textFrame } from '../wire/frames.ts';
 import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
 import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
@@ -25,37 +25,38 @@ import type { Session } from './session.ts';
 /**
  * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
  * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
- * the entry's objects and strings were ~130 B of each client's heap.
+ * the entry's objects and strings would be on each client's heap.
  */
 export interface Subscription {
   readonly eventId: string;
   readonly eventType: EventType;
   readonly getEventData: boolean;
   readonly select: readonly string[] | undefined;
-  readonly bucket: Bucket;
-  sessions: Few<Session>;
+  readonly localRoute: LocalRoute;
+  sessions: OneOrMany<Session>;
 }
 
-interface Bucket {
+/** One route as this node holds it: its subscriptions, and whether the fleet can route to it yet. */
+interface LocalRoute {
   readonly route: Route;
   /** One per distinct eventId on the route (they differ in select or getEventData). */
-  subscriptions: Few<Subscription>;
+  subscriptions: OneOrMany<Subscription>;
   /** Until the broker knows this node holds the route (it never rejects); then cleared. */
   registering: Promise<void> | undefined;
 }
 
-/** A route of an event with history: a bucket of its own class, so that the others carry none of this. */
-class HistoryBucket implements Bucket {
+/** A route of an event with history: a class of its own, so that the others carry none of this. */
+class LocalRouteWithHistory implements LocalRoute {
   readonly route: Route;
-  subscriptions: Few<Subscription> = undefined;
+  subscriptions: OneOrMany<Subscription> = undefined;
   registering: Promise<void> | undefined = undefined;
-  readonly history: RouteHistory<HistoryBucket>;
+  readonly history: RouteHistory<LocalRouteWithHistory>;
   readonly config: HistoryConfig;
   /** Entries let through, waiting for the fan-out of those before them (a route of many sessions fans out in chunks). */
   backlog: Outgoing[] = [];
   sending = false;
 
-  constructor(route: Route, config: HistoryConfig, host: RouteHistoryHost<HistoryBucket>) {
+  constructor(route: Route, config: HistoryConfig, host: RouteHistoryHost<LocalRouteWithHistory>) {
     this.route = route;
     this.config = config;
     this.history = new RouteHistory(host, this, config.size);
@@ -68,13 +69,13 @@ interface Outgoing {
   sends: Array<{ subscription: Subscription; frame: Buffer; sessions: Session[] }>;
 }
 
-const isHistoryBucket = (bucket: Bucket): bucket is HistoryBucket => bucket instanceof HistoryBucket;
+const hasHistory = (localRoute: LocalRoute): localRoute is LocalRouteWithHistory => localRoute instanceof LocalRouteWithHistory;
 
 interface Shape {
   /** The event's name and field names as first seen: every route the shape holds shares these strings. */
   readonly event: string;
   readonly fields: readonly string[];
-  readonly buckets: Map<string, Bucket>;
+  readonly routes: Map<string, LocalRoute>;
 }
 
 /** What a frame to a client is, for the count of the ones dropped. */
@@ -97,22 +98,20 @@ export class Hub {
   readonly #events = new Map<string, Map<string, Shape>>();
   readonly #options: HubOptions;
   readonly #metrics: Metrics;
-  /** Notifications to one client within a turn of the event loop leave in one system call. */
-  readonly #out = new CoalescedWrites();
   readonly #resumes: Resumes;
   /** What every route of an event with history asks of the hub. */
-  readonly #routeHistories: RouteHistoryHost<HistoryBucket>;
+  readonly #routeHistories: RouteHistoryHost<LocalRouteWithHistory>;
 
   constructor(options: HubOptions) {
     this.#options = options;
     this.#metrics = options.metrics;
     const metrics = options.metrics;
     this.#routeHistories = {
-      read: (bucket, range) => options.broker.history(bucket.route, range),
+      read: (localRoute, range) => options.broker.history(localRoute.route, range),
       // Called from a history read's settlement too, where a throw would be an unhandled rejection: contained here.
-      next: (bucket, entry) => {
+      next: (localRoute, entry) => {
         try {
-          this.#letThrough(bucket, entry);
+          this.#letThrough(localRoute, entry);
         } catch (error) {
           options.contain('fan_out', error);
         }
@@ -162,8 +161,8 @@ export class Hub {
     const eventId = eventIdOf(route, onEvent);
     const existing = session.subscription(eventId);
     if (existing) {
-      await existing.bucket.registering;
-      const held = isHistoryBucket(existing.bucket) ? existing.bucket.history.position : undefined;
+      await existing.localRoute.registering;
+      const held = hasHistory(existing.localRoute) ? existing.localRoute.history.position : undefined;
       return { ...validOf(onEvent, eventId), ...held };
     }
     if (session.subscriptionCount >= this.#options.maxSubscriptionsPerConnection) {
@@ -173,18 +172,18 @@ export class Hub {
       );
     }
     const subscription = this.#join(session, route, eventId, onEvent);
-    const { bucket } = subscription;
-    if (!isHistoryBucket(bucket)) {
-      await bucket.registering;
+    const { localRoute } = subscription;
+    if (!hasHistory(localRoute)) {
+      await localRoute.registering;
       return validOf(onEvent, eventId);
     }
     // From here its frames are held, and those after its position as of now follow the reply: the route's position
     // now, or, for a route still being read, the position read (what comes after is held until then).
     this.#resumes.hold(session, subscription);
-    const { history } = bucket;
+    const { history } = localRoute;
     const joinedAt = history.known ? history.position : undefined;
-    await bucket.registering;
-    return this.#resume(session, subscription, bucket, onEvent, joinedAt ?? history.start);
+    await localRoute.registering;
+    return this.#resume(session, subscription, localRoute, onEvent, joinedAt ?? history.start);
   }
 
   /** A REGISTER reply was written to the session: what its REGISTERs of events with history held for it follows. */
@@ -196,8 +195,8 @@ export class Hub {
   subscribersOf(event: string): number {
     const sessions = new Set<Session>();
     for (const shape of this.#events.get(event)?.values() ?? []) {
-      for (const bucket of shape.buckets.values()) {
-        for (const subscription of membersOf(bucket.subscriptions)) for (const session of membersOf(subscription.sessions)) sessions.add(session);
+      for (const localRoute of shape.routes.values()) {
+        for (const subscription of membersOf(localRoute.subscriptions)) for (const session of membersOf(subscription.sessions)) sessions.add(session);
       }
     }
     return sessions.size;
@@ -247,7 +246,7 @@ export class Hub {
       this.shed(session);
       return false;
     }
-    this.#out.write(session.socket, frame);
+    session.send(frame);
     return true;
   }
 
@@ -262,20 +261,20 @@ export class Hub {
     if (!shapes) return matched;
     for (const shape of shapes.values()) {
       const valuesKey = valuesKeyIn(eventData, shape.fields);
-      const bucket = valuesKey === undefined ? undefined : shape.buckets.get(valuesKey);
-      if (bucket) for (const subscription of membersOf(bucket.subscriptions)) matched.push(subscription);
+      const localRoute = valuesKey === undefined ? undefined : shape.routes.get(valuesKey);
+      if (localRoute) for (const subscription of membersOf(localRoute.subscriptions)) matched.push(subscription);
     }
     return matched;
   }
 
   #join(session: Session, route: Route, eventId: string, onEvent: OnEvent): Subscription {
-    const bucket = this.#bucketFor(route);
-    let subscription = findIn(bucket.subscriptions, (each) => each.eventId === eventId);
+    const localRoute = this.#localRouteFor(route);
+    let subscription = findIn(localRoute.subscriptions, (each) => each.eventId === eventId);
     if (!subscription) {
       // The protocol's own string constant, not the one parsed from this client's frame.
       const eventType = onEvent.eventType === EventType.INSTANCES ? EventType.INSTANCES : EventType.CUSTOM_WS_EVENTS;
-      subscription = { eventId, eventType, getEventData: onEvent.getEventData === true, select: onEvent.select, bucket, sessions: undefined };
-      bucket.subscriptions = addTo(bucket.subscriptions, subscription);
+      subscription = { eventId, eventType, getEventData: onEvent.getEventData === true, select: onEvent.select, localRoute, sessions: undefined };
+      localRoute.subscriptions = addTo(localRoute.subscriptions, subscription);
     }
     subscription.sessions = addTo(subscription.sessions, session);
     session.subscriptions = addTo(session.subscriptions, subscription);
@@ -290,40 +289,40 @@ export class Hub {
     if (sizeOf(subscription.sessions) === before) return;
     this.#metrics.subscriptions.dec();
     if (subscription.sessions !== undefined) return;
-    const { bucket } = subscription;
-    bucket.subscriptions = removeFrom(bucket.subscriptions, subscription);
-    if (bucket.subscriptions === undefined) this.#dropBucket(bucket);
+    const { localRoute } = subscription;
+    localRoute.subscriptions = removeFrom(localRoute.subscriptions, subscription);
+    if (localRoute.subscriptions === undefined) this.#dropLocalRoute(localRoute);
   }
 
-  #bucketFor(route: Route): Bucket {
+  #localRouteFor(route: Route): LocalRoute {
     let shapes = this.#events.get(route.event);
     if (!shapes) this.#events.set(route.event, (shapes = new Map()));
     const shapeKey = shapeKeyOf(route.fields);
     let shape = shapes.get(shapeKey);
-    if (!shape) shapes.set(shapeKey, (shape = { event: route.event, fields: route.fields, buckets: new Map() }));
-    let bucket = shape.buckets.get(route.valuesKey);
-    if (!bucket) {
+    if (!shape) shapes.set(shapeKey, (shape = { event: route.event, fields: route.fields, routes: new Map() }));
+    let localRoute = shape.routes.get(route.valuesKey);
+    if (!localRoute) {
       // Held for as long as the route has subscribers: parsed from each client's frame, the event's name and the
-      // fields array would be copies of their own (~90 B per route), so the shape's are kept instead.
+      // fields array would be copies of their own, so the shape's are kept instead.
       const held: Route = { ...route, event: shape.event, fields: shape.fields };
       const config = this.#options.histories.get(route.event);
-      const created: Bucket = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : new HistoryBucket(held, config, this.#routeHistories);
+      const created: LocalRoute = config === undefined ? { route: held, subscriptions: undefined, registering: undefined } : new LocalRouteWithHistory(held, config, this.#routeHistories);
       const added = this.#options.broker.addRoute(held);
-      created.registering = (isHistoryBucket(created) ? this.#begin(created, added) : added).then(() => {
+      created.registering = (hasHistory(created) ? this.#begin(created, added) : added).then(() => {
         created.registering = undefined;
       });
-      bucket = created;
-      shape.buckets.set(route.valuesKey, bucket);
+      localRoute = created;
+      shape.routes.set(route.valuesKey, localRoute);
       this.#metrics.routes.inc();
     }
-    return bucket;
+    return localRoute;
   }
 
   /** Once the route is registered (emits after it reach this node), its position is read: deliveries wait for it. */
-  #begin(bucket: HistoryBucket, added: Promise<void>): Promise<void> {
+  #begin(localRoute: LocalRouteWithHistory, added: Promise<void>): Promise<void> {
     return added
-      .then(() => this.#options.broker.history(bucket.route))
-      .then((read) => bucket.history.begin(read), () => bucket.history.begin(undefined));
+      .then(() => this.#options.broker.history(localRoute.route))
+      .then((read) => localRoute.history.begin(read), () => localRoute.history.begin(undefined));
   }
 
   /**
@@ -331,7 +330,7 @@ export class Hub {
    * (its frames after it are held, and follow the reply), and with `since` the replay of what the client missed up to
    * it; both are written once the reply is (Resumes).
    */
-  async #resume(session: Session, subscription: Subscription, bucket: HistoryBucket, onEvent: OnEvent, at: Position | undefined): Promise<ValidOnEvent> {
+  async #resume(session: Session, subscription: Subscription, localRoute: LocalRouteWithHistory, onEvent: OnEvent, at: Position | undefined): Promise<ValidOnEvent> {
     const valid = validOf(onEvent, subscription.eventId);
     if (at !== undefined) Object.assign(valid, at);
     const { since } = onEvent;
@@ -339,7 +338,7 @@ export class Hub {
       this.#resumes.ready(session, subscription, [], at);
       return valid;
     }
-    const { result, entries, floor } = await this.#missed(bucket, since, at);
+    const { result, entries, floor } = await this.#missed(localRoute, since, at);
     this.#metrics.historyRecoveries.inc({ result });
     valid.recovered = result === 'recovered';
     const replay = entries.map((entry) => this.#frameOf(subscription, entry, { offset: entry.offset, epoch: entry.epoch }));
@@ -354,20 +353,20 @@ export class Hub {
    * (`floor`), unless its position is one the history never reached: Redis lost its last appends, and their offsets
    * will name other notifications.
    */
-  async #missed(bucket: HistoryBucket, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[]; floor?: Position }> {
+  async #missed(localRoute: LocalRouteWithHistory, since: Position, at: Position | undefined): Promise<{ result: string; entries: RouteEntry[]; floor?: Position }> {
     const none: RouteEntry[] = [];
     if (at === undefined) return { result: 'unavailable', entries: none };
     if (since.epoch !== at.epoch) return { result: 'epoch_changed', entries: none };
     const missed = at.offset - since.offset;
-    const limit = bucket.config.maxReplay;
+    const limit = localRoute.config.maxReplay;
     if (missed > limit) return { result: 'capped', entries: none };
     try {
       if (missed <= 0) {
-        const now = missed === 0 ? at : await this.#options.broker.history(bucket.route);
+        const now = missed === 0 ? at : await this.#options.broker.history(localRoute.route);
         const reached = now.epoch === since.epoch && now.offset >= since.offset;
         return reached ? { result: 'recovered', entries: none, floor: since } : { result: 'epoch_changed', entries: none };
       }
-      const read = await this.#options.broker.history(bucket.route, { since, upTo: at.offset, limit });
+      const read = await this.#options.broker.history(localRoute.route, { since, upTo: at.offset, limit });
       if (read.unrecovered !== undefined) return { result: read.unrecovered, entries: none };
       return { result: 'recovered', entries: read.entries.map(({ offset, json }) => ({ offset, epoch: at.epoch, json })) };
     } catch {
@@ -391,11 +390,11 @@ export class Hub {
       for (const [routeKey, { offset, epoch }] of positions) {
         const bars = routeKey.indexOf('|');
         const values = routeKey.indexOf('|', bars + 1);
-        const bucket = shapes.get(routeKey.slice(bars + 1, values))?.buckets.get(routeKey.slice(values + 1));
-        if (bucket === undefined) continue;
-        if (isHistoryBucket(bucket)) bucket.history.arrive({ offset, epoch, eventData, json });
+        const localRoute = shapes.get(routeKey.slice(bars + 1, values))?.routes.get(routeKey.slice(values + 1));
+        if (localRoute === undefined) continue;
+        if (hasHistory(localRoute)) localRoute.history.arrive({ offset, epoch, eventData, json });
         // A node configured without this event's history (the fleet's configs differ): delivered as any emit.
-        else for (const subscription of membersOf(bucket.subscriptions)) plain.push(subscription);
+        else for (const subscription of membersOf(localRoute.subscriptions)) plain.push(subscription);
       }
     } catch (error) {
       return this.#options.contain('fan_out', error);
@@ -404,23 +403,23 @@ export class Hub {
   }
 
   /** The route's next entry, to the sessions it has now, after the entries before it. */
-  #letThrough(bucket: HistoryBucket, entry: RouteEntry): void {
+  #letThrough(localRoute: LocalRouteWithHistory, entry: RouteEntry): void {
     const position = { offset: entry.offset, epoch: entry.epoch };
     const sends: Outgoing['sends'] = [];
-    for (const subscription of membersOf(bucket.subscriptions)) {
+    for (const subscription of membersOf(localRoute.subscriptions)) {
       sends.push({ subscription, frame: this.#frameOf(subscription, entry, position), sessions: [...membersOf(subscription.sessions)] });
     }
     if (sends.length === 0) return;
-    bucket.backlog.push({ position, sends });
-    if (bucket.sending) return;
-    bucket.sending = true;
-    this.#fanOut(this.#backlogWrites(bucket), performance.now());
+    localRoute.backlog.push({ position, sends });
+    if (localRoute.sending) return;
+    localRoute.sending = true;
+    this.#fanOut(this.#backlogWrites(localRoute), performance.now());
   }
 
   /** Ends with the route free to send again, also when a contained throw ends it early (the rest stays queued). */
-  *#backlogWrites(bucket: HistoryBucket): Generator<boolean> {
+  *#backlogWrites(localRoute: LocalRouteWithHistory): Generator<boolean> {
     try {
-      for (let next = bucket.backlog.shift(); next !== undefined; next = bucket.backlog.shift()) {
+      for (let next = localRoute.backlog.shift(); next !== undefined; next = localRoute.backlog.shift()) {
         for (const { subscription, frame, sessions } of next.sends) {
           for (const session of sessions) {
             yield this.#resumes.size > 0 && this.#resumes.offer(session, subscription, frame, next.position)
@@ -430,7 +429,7 @@ export class Hub {
         }
       }
     } finally {
-      bucket.sending = false;
+      localRoute.sending = false;
     }
   }
 
@@ -445,13 +444,13 @@ export class Hub {
     return textFrame(encodeNotification(subscription.eventId, subscription.eventType, json, position));
   }
 
-  #dropBucket({ route }: Bucket): void {
+  #dropLocalRoute({ route }: LocalRoute): void {
     const shapes = this.#events.get(route.event);
     const shapeKey = shapeKeyOf(route.fields);
     const shape = shapes?.get(shapeKey);
     if (!shapes || !shape) return;
-    shape.buckets.delete(route.valuesKey);
-    if (shape.buckets.size === 0) shapes.delete(shapeKey);
+    shape.routes.delete(route.valuesKey);
+    if (shape.routes.size === 0) shapes.delete(shapeKey);
     if (shapes.size === 0) this.#events.delete(route.event);
     this.#metrics.routes.dec();
     void this.#options.broker.removeRoute(route);

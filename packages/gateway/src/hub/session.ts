@@ -1,8 +1,8 @@
 /** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
-import type { Slot } from '../transport/admission.ts';
-import { findIn, sizeOf, type Few } from './few.ts';
+import { findIn, sizeOf, type OneOrMany } from './one-or-many.ts';
+import { coalescedWrites } from '../wire/frames.ts';
 import type { Subscription } from './hub.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
@@ -21,15 +21,13 @@ export class Session {
   personToken: VerifiedPersonToken | undefined;
   readonly handler: SessionHandler;
   /** Where the expiry queue (session/expiry.ts) holds it, so that a close takes it out at once. */
-  expiryBucket: Set<Session> | undefined;
-  /** What this connection registered (most hold one: see few.ts). */
-  subscriptions: Few<Subscription>;
+  dueWith: Set<Session> | undefined;
+  /** What this connection registered (most hold one: see one-or-many.ts). */
+  subscriptions: OneOrMany<Subscription>;
   /** The last reply in flight: replies are written in the order of the frames they answer. */
   replying: Promise<void> | undefined;
   /** Frames read and not yet answered (the transport stops reading past a bound). */
   framesInFlight = 0;
-  /** The admission slot, held until the first REGISTER is answered. */
-  slot: Slot | undefined;
   /** Cleared when a ping is sent, set again by the pong. */
   alive = true;
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */
@@ -59,6 +57,14 @@ export class Session {
   /** Whether a frame may still be written: the hub has not let go of it and its socket is open. */
   get writable(): boolean {
     return !this.closed && this.socket.readyState === this.socket.OPEN;
+  }
+
+  /**
+   * Write a whole frame (wire/frames.ts) to the socket; it leaves with the other frames written to it in this turn of
+   * the event loop. Hub.send checks the send bound before it calls this.
+   */
+  send(frame: Buffer): void {
+    coalescedWrites.write(this.socket, frame);
   }
 
   get subscriptionCount(): number {

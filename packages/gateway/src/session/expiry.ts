@@ -1,16 +1,16 @@
 /**
- * When open connections' tokens run out: a calendar of one-second buckets and one timer ticking once a second, for
- * any number of connections. A connection waits in the bucket of its next due time: its notice (`noticeMs` before
+ * When open connections' tokens run out: a calendar of one-second sets and one timer ticking once a second, for
+ * any number of connections. A connection waits in the set of its next due second: its notice (`noticeMs` before
  * expiry: TOKEN_EXPIRING), then its expiry (closed with 4001). At a tick, each one due is looked at again as it is
- * now: one that refreshed meanwhile (a later expiry) goes to the bucket of its new due time, so a refresh costs the
- * queue nothing. A connection is in one bucket at a time, and a close takes it out (buckets are Sets), so a churn of
- * connections leaves nothing behind; its slot is its `expiryBucket` field, a pointer, not a closure or a Set of its own.
+ * now: one that refreshed meanwhile (a later expiry) goes to the set of its new due second, so a refresh costs the
+ * queue nothing. A connection is in one set at a time, and a close takes it out, so a churn of
+ * connections leaves nothing behind; its place is its `dueWith` field, a pointer, not a closure or a Set of its own.
  */
 
 /** What the queue holds: a connection whose expiry may move later, never earlier (see REFRESH). */
 export interface Expiring<T> {
   readonly expiresAt: number;
-  expiryBucket: Set<T> | undefined;
+  dueWith: Set<T> | undefined;
 }
 
 export interface ExpiryHandler<T> {
@@ -31,10 +31,10 @@ const secondOf = (ms: number): number => Math.ceil(ms / 1000);
 
 export class ExpiryQueue<T extends Expiring<T>> {
   /** Second since the epoch -> what is due in it (due times in ((s - 1) * 1000, s * 1000] ms). */
-  readonly #buckets = new Map<number, Set<T>>();
+  readonly #dueBySecond = new Map<number, Set<T>>();
   readonly #options: ExpiryQueueOptions<T>;
   readonly #now: () => number;
-  /** Every bucket up to this second has been handled: what falls due earlier goes into the next one. */
+  /** Every second up to this one has been handled: what falls due earlier goes into the next one. */
   #done: number;
   #timer: NodeJS.Timeout | undefined;
 
@@ -62,32 +62,32 @@ export class ExpiryQueue<T extends Expiring<T>> {
   }
 
   remove(item: T): void {
-    item.expiryBucket?.delete(item);
-    item.expiryBucket = undefined;
+    item.dueWith?.delete(item);
+    item.dueWith = undefined;
   }
 
   /** Connections held (for tests and metrics). */
   get size(): number {
     let size = 0;
-    for (const bucket of this.#buckets.values()) size += bucket.size;
+    for (const due of this.#dueBySecond.values()) size += due.size;
     return size;
   }
 
-  /** Handle every bucket due by now. */
+  /** Handle every second due by now. */
   tick(): void {
     const now = this.#now();
     const until = Math.floor(now / 1000);
     for (let second = this.#done + 1; second <= until; second++) {
-      const bucket = this.#buckets.get(second);
+      const due = this.#dueBySecond.get(second);
       this.#done = second;
-      if (bucket === undefined) continue;
-      this.#buckets.delete(second);
-      for (const item of bucket) this.#due(item, now);
+      if (due === undefined) continue;
+      this.#dueBySecond.delete(second);
+      for (const item of due) this.#due(item, now);
     }
   }
 
   #due(item: T, now: number): void {
-    item.expiryBucket = undefined;
+    item.dueWith = undefined;
     const { expiresAt } = item;
     const noticeAt = expiresAt - this.#options.noticeMs;
     if (now >= expiresAt) return this.#options.handler.expire(item);
@@ -98,9 +98,9 @@ export class ExpiryQueue<T extends Expiring<T>> {
 
   #hold(item: T, dueAt: number): void {
     const second = Math.max(secondOf(dueAt), this.#done + 1);
-    let bucket = this.#buckets.get(second);
-    if (bucket === undefined) this.#buckets.set(second, (bucket = new Set()));
-    bucket.add(item);
-    item.expiryBucket = bucket;
+    let due = this.#dueBySecond.get(second);
+    if (due === undefined) this.#dueBySecond.set(second, (due = new Set()));
+    due.add(item);
+    item.dueWith = due;
   }
 }

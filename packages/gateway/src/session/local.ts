@@ -7,10 +7,10 @@ import { CloseCode, ErrorCode, encodeFrame, encodeTokenExpiring, type RefreshFra
 import { isRevoked, type Authenticator, type RevocationList, type VerifiedPersonToken } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import type { Hub } from '../hub/hub.ts';
-import { addTo, membersOf, removeFrom, type Few } from '../hub/few.ts';
+import { addTo, membersOf, removeFrom, type OneOrMany } from '../hub/one-or-many.ts';
 import type { Session } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
-import { textFrame } from '../transport/frames.ts';
+import { textFrame } from '../wire/frames.ts';
 import type { Webhooks } from '../webhooks.ts';
 import { ExpiryQueue } from './expiry.ts';
 import type { Subject } from './subjects.ts';
@@ -42,8 +42,8 @@ export interface SessionHooks {
 
 export class LocalSessions implements SessionHooks {
   readonly #options: LocalSessionsOptions;
-  /** Person key -> their connections here (most people have one: see few.ts). */
-  readonly #people = new Map<string, Few<Session>>();
+  /** Person key -> their connections here (most people have one: see one-or-many.ts). */
+  readonly #people = new Map<string, OneOrMany<Session>>();
   readonly #expiry: ExpiryQueue<Session>;
 
   constructor(options: LocalSessionsOptions) {

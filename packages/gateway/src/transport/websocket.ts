@@ -2,11 +2,10 @@
  * The WebSocket transport: owns sockets from upgrade to close. The upgrade runs through fastify's routing
  * (@fastify/websocket), so token checks are an onRequest hook; frames are parsed here and turned into hub calls.
  */
-import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import {
+  API_TOKEN_QUERY,
   CONNECTED_FRAME,
   CloseCode,
   ErrorCode,
@@ -15,6 +14,8 @@ import {
   parseClientFrame,
   parseEventId,
   parseOnEvent,
+  PERSON_TOKEN_QUERY,
+  StandardCloseCode,
   type FrameLimits,
   type Parsed,
   type RawClientFrame,
@@ -31,8 +32,9 @@ import type { Hub } from '../hub/hub.ts';
 import { Session, type SessionHandler } from '../hub/session.ts';
 import type { Metrics } from '../metrics.ts';
 import type { SessionHooks } from '../session/local.ts';
+import { textFrame, writeFrame } from '../wire/frames.ts';
+import { compactListeners, releaseHttpObjects, shareNoExtensions } from '../wire/ws-private.ts';
 import { slotOf, type Slot } from './admission.ts';
-import { textFrame, writeFrame } from './frames.ts';
 
 type Identity =
   | { ok: true; apiToken: VerifiedApiToken; personToken: VerifiedPersonToken | undefined }
@@ -63,9 +65,7 @@ const PING_TICK_MS = 100;
  */
 const MAX_FRAMES_IN_FLIGHT = 16;
 /** Close codes in the herald_connections_closed_total label as they are; any other a client sends is put in a class. */
-const KNOWN_CLOSE_CODES: ReadonlySet<number> = new Set([
-  1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 1015, ...Object.values(CloseCode),
-]);
+const KNOWN_CLOSE_CODES: ReadonlySet<number> = new Set([...Object.values(StandardCloseCode), ...Object.values(CloseCode)]);
 
 /** A label value for a close code: bounded, whatever codes clients send. */
 export function closeCodeLabel(code: number): string {
@@ -86,44 +86,6 @@ function onClose(this: SessionSocket, code: number): void {
 function onPong(this: SessionSocket): void {
   const session = this[kSession];
   if (session) session.alive = true;
-}
-
-/**
- * The upgrade went through a ServerResponse that stays assigned to the TCP socket (socket._httpMessage),
- * and with it the request: a few KB per connection for its whole life. Detach it once the socket is ours.
- */
-function releaseHttpObjects(request: FastifyRequest): void {
-  const tcp = request.raw.socket as Socket & { _httpMessage?: ServerResponse | null };
-  tcp._httpMessage?.detachSocket(tcp);
-}
-
-/**
- * An EventEmitter whose listener was removed keeps its listener table in dictionary mode: ~280 B per socket,
- * here after @fastify/websocket's error listener goes. The same listeners copied into a plain object, built in
- * the same order for every socket (so all share one hidden class), take ~60 B. Node shapes its streams'
- * `_events` as such plain objects too; no event ws emits is named like an Object.prototype member.
- */
-function compactListeners(emitter: WebSocket): void {
-  const table = emitter as unknown as { _events: Record<string, unknown> };
-  const compact: Record<string, unknown> = {};
-  for (const name of Object.keys(table._events)) compact[name] = table._events[name];
-  table._events = compact;
-}
-
-/**
- * With permessage-deflate off (node.ts sets it so) ws still gives each connection its own empty table of
- * negotiated extensions, shared by the WebSocket, its Receiver and its Sender: ~56 B per socket. They only read
- * it (a client-side negotiation writes to its own), so every socket can share one frozen empty table. A socket
- * that did negotiate permessage-deflate (ws's only extension) keeps its own.
- */
-const NO_EXTENSIONS = Object.freeze({});
-
-function shareNoExtensions(socket: WebSocket): void {
-  const ws = socket as unknown as { _extensions: object; _receiver: { _extensions: object }; _sender: { _extensions: object } };
-  if ('permessage-deflate' in ws._extensions) return;
-  ws._extensions = NO_EXTENSIONS;
-  ws._receiver._extensions = NO_EXTENSIONS;
-  ws._sender._extensions = NO_EXTENSIONS;
 }
 
 /** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
@@ -152,6 +114,8 @@ export class WebSocketTransport implements SessionHandler {
   #sweep: Iterator<Session> | undefined;
   /** Clients the sweep owes a ping: its share of each tick, in fractions. */
   #pingCredit = 0;
+  /** Each admission slot held until its session's first REGISTER is answered (admission releases it on a close). */
+  readonly #slots = new WeakMap<Session, Slot>();
 
   constructor(options: TransportOptions) {
     this.#options = options;
@@ -170,7 +134,7 @@ export class WebSocketTransport implements SessionHandler {
         // it has written that frame, and a refused upgrade ends the socket, which uncorks it too.
         request.raw.socket.cork();
       },
-      handler: async () => ({ name: 'herald', websocket: 'connect with ?x-am-authorization=<API user token>' }),
+      handler: async () => ({ name: 'herald', websocket: `connect with ?${API_TOKEN_QUERY}=<API user token>` }),
       wsHandler: (socket, request) => this.#accept(socket, request),
     });
     const ticks = Math.max(1, Math.round(this.#options.pingIntervalMs / PING_TICK_MS));
@@ -229,15 +193,15 @@ export class WebSocketTransport implements SessionHandler {
 
   #identify(request: FastifyRequest): Identity {
     const query = request.query as Record<string, unknown>;
-    const apiToken = query['x-am-authorization'];
-    const personToken = query['x-am-user-authorization'];
+    const apiToken = query[API_TOKEN_QUERY];
+    const personToken = query[PERSON_TOKEN_QUERY];
     const { authenticator } = this.#options;
     try {
       if (Array.isArray(apiToken) || Array.isArray(personToken)) {
         throw new GatewayError('TOKEN_INVALID', 'each token may be given once');
       }
       if (typeof apiToken !== 'string' || apiToken.length === 0) {
-        throw new GatewayError('TOKEN_MISSING', 'x-am-authorization (the API user token) is required');
+        throw new GatewayError('TOKEN_MISSING', `${API_TOKEN_QUERY} (the API user token) is required`);
       }
       const verifiedApi = authenticator.verifyApiToken(apiToken);
       const hasPerson = typeof personToken === 'string' && personToken.length > 0;
@@ -253,7 +217,7 @@ export class WebSocketTransport implements SessionHandler {
     // as long as the socket; ours holds nothing. Errors (resets, 1009) still end in a counted 'close'.
     socket.removeAllListeners('error');
     socket.on('error', onError);
-    releaseHttpObjects(request);
+    releaseHttpObjects(request.raw.socket);
     const identity = request.identity;
     const slot = slotOf(request.raw);
     if (identity?.ok) this.#open(socket, identity, slot);
@@ -276,7 +240,7 @@ export class WebSocketTransport implements SessionHandler {
   #open(socket: SessionSocket, identity: Identity & { ok: true }, slot: Slot | undefined): void {
     const { hub } = this.#options;
     const session = new Session(socket, identity.apiToken, identity.personToken, this);
-    session.slot = slot;
+    if (slot) this.#slots.set(session, slot);
     socket[kSession] = session;
     socket.on('message', onMessage);
     socket.on('close', onClose);
@@ -315,8 +279,8 @@ export class WebSocketTransport implements SessionHandler {
     const frame = encodeFrame({ type: 'REGISTER', response: { validOnEvents, invalidOnEvents } });
     this.#reply(session, frame, invalidOnEvents.flatMap((entry) => entry.errors));
     // The first REGISTER answered ends the handshake: the next client may come in.
-    session.slot?.release();
-    session.slot = undefined;
+    this.#slots.get(session)?.release();
+    this.#slots.delete(session);
   }
 
   async #registerOne(session: Session, entry: unknown): Promise<ValidOnEvent | InvalidOnEvent> {
@@ -350,10 +314,11 @@ export class WebSocketTransport implements SessionHandler {
   }
 
   /**
-   * One tick of the ping sweep: the next 1/ticks of the clients, so that each is pinged once an interval (one
-   * that has not answered the previous ping is closed) and the sweep never holds the node. Pinged all at once,
-   * 10,000 clients held every emit back 20-90 ms for ~300 ms: 10,000 write system calls, then as many pongs to
-   * read. The share is counted in fractions (at 10 clients, one every 6 s), and a round that ends starts the next.
+   * One tick of the ping sweep: the next 1/ticks of the clients, so that each is pinged once an interval (one that
+   * has not answered the previous ping is closed) and the sweep never holds the node. Pinged all at once, a node's
+   * clients held every emit back: a write system call each, then as many pongs to read (docs/architecture.md,
+   * "Measured costs"). The share is counted in fractions (at 10 clients, one every 6 s), and a round that ends starts
+   * the next.
    */
   #pingShare(ticks: number): void {
     const { sessions } = this.#options.hub;

@@ -29,7 +29,7 @@ export const outsider = { customer_id: 42, country: 'Brazil' };
 export const code = (source: string, runner: RunnerChoice = 'auto', event = 'order-updates'): PreparedCode =>
   prepareCode(event, { code: source, runner });
 
-/** Sources the contract runs; all are lean enough to run in an isolate as well as in the sandbox. */
+/** Sources the contract runs; all are isolate-safe, so they run in an isolate as well as in the sandbox. */
 export const SOURCES = {
   allow: 'async function main(g) { return { canConnect: true } }',
   refuse: "async function main(g) { return { canConnect: false, errorText: 'not today' } }",

@@ -26,7 +26,7 @@ describe('prepareCode', () => {
     writeFileSync(join(dir, 'india.ts'), SOURCES.indiaOnly);
     const prepared = prepareCode('order-updates', { file: join(dir, 'india.ts') });
     assert.equal(prepared.id, code(SOURCES.indiaOnly).id);
-    assert.equal(prepared.lean, true);
+    assert.equal(prepared.inIsolate, true);
   });
 
   it('refuses, naming the event: no main, both or neither of code and file, a missing file, bad syntax', () => {
@@ -52,13 +52,13 @@ describe('prepareCode', () => {
   });
 });
 
-describe('lean or sandbox', () => {
-  const lean = (source: string): boolean => code(source).lean;
+describe('isolate-safe or sandbox', () => {
+  const isolateSafe = (source: string): boolean => code(source).inIsolate;
   const reasons = (source: string): string[] => code(source).reasons;
 
-  it('code that only reads g and calls g.sys is lean, whatever ECMAScript built-ins it uses', () => {
-    for (const source of [SOURCES.allow, SOURCES.indiaOnly, SOURCES.fromDatabase, SOURCES.throws]) assert.equal(lean(source), true, source);
-    assert.equal(lean(`
+  it('code that only reads g and calls g.sys is isolate-safe, whatever ECMAScript built-ins it uses', () => {
+    for (const source of [SOURCES.allow, SOURCES.indiaOnly, SOURCES.fromDatabase, SOURCES.throws]) assert.equal(isolateSafe(source), true, source);
+    assert.equal(isolateSafe(`
       'use strict';
       const LIMIT = 5, NAME = \`india\`, BELOW = -1;
       const lower = (text) => text.toLowerCase();
@@ -70,14 +70,14 @@ describe('lean or sandbox', () => {
       }`), true);
   });
 
-  it('reading the clock is lean: Date.now() and new Date() keep nothing', () => {
-    assert.equal(lean('function main(g) { return { canConnect: Date.now() > 0 && new Date().getUTCHours() < 24 } }'), true);
+  it('reading the clock is isolate-safe: Date.now() and new Date() keep nothing', () => {
+    assert.equal(isolateSafe('function main(g) { return { canConnect: Date.now() > 0 && new Date().getUTCHours() < 24 } }'), true);
   });
 
   it('module syntax goes to the sandbox: import, export, import(), import.meta', () => {
     assert.deepEqual(reasons("import os from 'node:os'; function main() { return { canConnect: os.cpus().length > 0 } }"), ['line 1: module syntax (import or export)']);
-    assert.equal(lean('export function main() { return { canConnect: true } }'), false);
-    assert.equal(lean("async function main() { await import('node:os'); return { canConnect: true } }"), false);
+    assert.equal(isolateSafe('export function main() { return { canConnect: true } }'), false);
+    assert.equal(isolateSafe("async function main() { await import('node:os'); return { canConnect: true } }"), false);
     assert.deepEqual(reasons('function main() { return { canConnect: import.meta.url !== "" } }'), ['line 1: import.meta']);
   });
 
@@ -102,7 +102,7 @@ describe('lean or sandbox', () => {
       'var seen = 1; function main() { return { canConnect: true } }',
       'class Gate {} function main() { return { canConnect: true } }',
     ]) {
-      assert.equal(lean(source), false, source);
+      assert.equal(isolateSafe(source), false, source);
       assert.match(code(source).reasons[0] ?? '', /^line 1: top-level \w+ \(runs at load or keeps state between calls\)$/);
     }
   });
@@ -114,10 +114,10 @@ describe('lean or sandbox', () => {
     ]);
   });
 
-  it('the config forces either: sandbox for lean code, isolate for code without module syntax', () => {
+  it('the config forces either: sandbox for isolate-safe code, isolate for code without module syntax', () => {
     const clock = 'function main() { return { canConnect: Date.now() > 0 } }';
-    assert.equal(code(clock, 'sandbox').lean, false);
-    assert.equal(code('function main() { console.log(1); return { canConnect: true } }', 'isolate').lean, true);
+    assert.equal(code(clock, 'sandbox').inIsolate, false);
+    assert.equal(code('function main() { console.log(1); return { canConnect: true } }', 'isolate').inIsolate, true);
     assert.throws(() => code("import os from 'node:os'; function main() {}", 'isolate'), configError(/runner 'isolate' cannot run module code/));
   });
 });
@@ -125,9 +125,9 @@ describe('lean or sandbox', () => {
 describe("API Maker's code, as written", () => {
   const lines = (text: string): number => text.split('\n').length;
 
-  it('its typings import and CommonJS export are blanked, keeping length and lines, and leave lean code lean', () => {
+  it('its typings import and CommonJS export are blanked, keeping length and lines, and leave isolate-safe code isolate-safe', () => {
     const prepared = code(SOURCES.apiMaker);
-    assert.deepEqual([prepared.lean, prepared.reasons, prepared.exportsMain], [true, [], false]);
+    assert.deepEqual([prepared.inIsolate, prepared.reasons, prepared.exportsMain], [true, [], false]);
     assert.doesNotMatch(prepared.source, /types|module|exports/);
     assert.equal(prepared.source.length, SOURCES.apiMaker.length);
     assert.equal(lines(prepared.source), lines(SOURCES.apiMaker));
@@ -144,14 +144,14 @@ describe("API Maker's code, as written", () => {
       `module.exports = async ${body.replace(')', ') =>')};`,
     ]) {
       const prepared = code(source);
-      assert.deepEqual([prepared.lean, prepared.reasons], [true, []], source);
+      assert.deepEqual([prepared.inIsolate, prepared.reasons], [true, []], source);
       assert.equal(lines(prepared.source), lines(source), source);
     }
   });
 
   it('code that needs the sandbox for other reasons still goes there, and keeps its other imports', () => {
     const prepared = code("import * as T from 'types';\nimport os from 'node:os';\nfunction main() { return { canConnect: os.cpus().length > 0 } }\nmodule.exports = main;");
-    assert.equal(prepared.lean, false);
+    assert.equal(prepared.inIsolate, false);
     assert.deepEqual(prepared.reasons, ['line 2: module syntax (import or export)']);
     assert.match(prepared.source, /import os from 'node:os'/);
   });

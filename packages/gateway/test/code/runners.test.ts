@@ -7,12 +7,12 @@ import { code, customerCalls, request } from './fixtures.ts';
 const WHERE = "function main(g) { return { canConnect: false, errorText: typeof process === 'undefined' ? 'isolate' : 'sandbox' } }";
 
 describe('CodeRunners', () => {
-  it('runs lean code in an isolate and the rest in the sandbox, as placed', async () => {
+  it('runs isolate-safe code in an isolate and the rest in the sandbox, as placed', async () => {
     const runners = new CodeRunners({ ...DEFAULT_CODE_OPTIONS, isolates: 1, sandboxes: 1 });
     try {
       const where = async (runner: 'auto' | 'isolate' | 'sandbox') =>
         (await runners.canConnect(code(WHERE, runner), request(), customerCalls())).errorText;
-      assert.equal(code(WHERE).lean, false); // it names `process`
+      assert.equal(code(WHERE).inIsolate, false); // it names `process`
       assert.equal(await where('auto'), 'sandbox');
       assert.equal(await where('isolate'), 'isolate');
       assert.equal(await where('sandbox'), 'sandbox');

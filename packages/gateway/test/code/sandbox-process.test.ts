@@ -57,7 +57,7 @@ describe('process sandbox beyond the contract', () => {
     const runner = processSandbox({ ...CONTRACT_LIMITS, size: 1 });
     try {
       const counts = code("let calls = 0; export function main(g) { calls += 1; return { canConnect: calls % 2 === 1, errorText: 'call ' + calls } }");
-      assert.equal(counts.lean, false);
+      assert.equal(counts.inIsolate, false);
       const verdicts = [];
       for (let i = 0; i < 3; i++) verdicts.push(await runner.canConnect(counts, request(), customerCalls()));
       assert.deepEqual(verdicts, [{ canConnect: true }, { canConnect: false, errorText: 'call 2' }, { canConnect: true }]);

@@ -5,7 +5,7 @@ import { ExpiryQueue, type Expiring } from '../../src/session/expiry.ts';
 
 class Item implements Expiring<Item> {
   expiresAt: number;
-  expiryBucket: Set<Item> | undefined;
+  dueWith: Set<Item> | undefined;
   readonly name: string;
   constructor(name: string, expiresAt: number) {
     this.name = name;

@@ -23,10 +23,11 @@ import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes
 import { WriteQueue, type Write } from './write-queue.ts';
 
 /**
- * How long a route whose last subscriber left waits before its removal is written. Removals have no one waiting
- * for them, so those of this window leave together: at one route per client, a churn's removals were otherwise
- * one command per turn of the event loop (~35 µs of the node each, against ~7 in a batch). A route that comes
- * back within the window costs no write at all. Meanwhile an emit for it may reach this node for nothing.
+ * How long a route whose last subscriber left waits before its removal is written. Removals have no one waiting for
+ * them, so those of this window leave together: at one route per client, a churn's removals were otherwise one
+ * command per turn of the event loop, several times the cost of one in a batch (docs/architecture.md, "Measured
+ * costs"). A route that comes back within the window costs no write at all. Meanwhile an emit for it may reach this
+ * node for nothing.
  */
 const REMOVAL_DELAY_MS = 10;
 

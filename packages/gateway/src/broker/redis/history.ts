@@ -15,10 +15,10 @@
  *   are at most `limit` of them, the stream holds every one, and the first is younger than ttlSeconds (entries are
  *   in time order: the rest are younger still). Age is thus enforced where it matters, at the read, and by expiry.
  *
- * Times are the nodes' clocks, passed in: Redis's TIME in the append was 2 of its ~12 µs (Redis's CPU per append,
- * INFO commandstats, 100,000 appends), and the nodes of a fleet are taken to agree to within a second or so (an entry
- * appended by a node whose clock is ahead by x stays replayable x longer). Lua has no randomness of its own either:
- * the candidate epoch comes from the node too.
+ * Times are the nodes' clocks, passed in: Redis's TIME was a sizeable part of the append's cost in Redis
+ * (docs/architecture.md, "Measured costs"), and the nodes of a fleet are taken to agree to within a second or so (an
+ * entry appended by a node whose clock is ahead by x stays replayable x longer). Lua has no randomness of its own
+ * either: the candidate epoch comes from the node too.
  */
 import { createHash } from 'node:crypto';
 import type { Position } from '@herald/protocol';
@@ -112,8 +112,9 @@ export class RedisHistories {
   /**
    * Every emit of an event with history makes one per route, so it goes where the emit's reads go (reads.ts): with
    * one redis-server, on their lean connection, before the read of the route's nodes (through ioredis, its command
-   * objects and their writev cost the node ~15% of its CPU in unpaced emits). A Redis that no longer holds the script
-   * (NOSCRIPT, after a restart) gets it again through ioredis: `resent`, on another connection than the reads.
+   * objects and their writev were a large share of the node's CPU in unpaced emits). A Redis that no longer holds
+   * the script (NOSCRIPT, after a restart) gets it again through ioredis: `resent`, on another connection than the
+   * reads.
    */
   append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<Appended> {
     const keys = [this.#keys.history(routeKey), this.#keys.historyPosition(routeKey)] as const;

@@ -32,9 +32,6 @@
  * which is never empty and holds no "}". Events without history have none of these keys.
  */
 
-/** Joins the ids of a route's nodes in its bucket's field; node ids may not contain it (config/schema.ts). */
-export const NODE_ID_SEPARATOR = ',';
-
 export interface Keyspace {
   routeBucket(bucket: number): string;
   shapes(event: string): string;
@@ -52,8 +49,8 @@ export interface Keyspace {
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
-  // Every emit names a bucket, and every route write: each key is built once (built each time, ~1% of the node's
-  // CPU in an unpaced notify run). At most redis.routeBuckets of them.
+  // Every emit names a bucket, and every route write: each key is built once (built each time, they showed in an
+  // unpaced notify run's profile). At most redis.routeBuckets of them.
   const bucketKeys = new Map<number, string>();
   return {
     routeBucket: (bucket) => {

@@ -1,13 +1,13 @@
 /**
- * The emit's two reads (SMEMBERS of an event's shapes, HGET of a route's bucket), which every emit makes and
- * nothing else in the node makes as often; and those of an emit of an event with history (ZRANGE of its sticky
- * shapes, EVALSHA of an append to a route's history), all of an emit's commands on one connection. With one redis-server they go on a connection of their own that speaks
- * just enough RESP for them: through ioredis an HGET cost the node 3.5-5.3 µs of CPU (a Command, its argument
- * array, a promise and callback, a string per chunk of the batch's writev), here 1.6-2.1 µs (one string written
- * per batch, replies parsed straight from the socket's buffer; 120,000 HGETs in turns of 60, three rounds each, the
- * loop's own cost included). Writes, scripts, channels and a Cluster stay with ioredis. While this connection is
- * down (connecting, or Redis gone), reads go through ioredis, which fails them at once when Redis is unreachable:
- * an emit answers 503 as before.
+ * The emit's two reads (SMEMBERS of an event's shapes, HGET of a route's bucket), which every emit makes and nothing
+ * else in the node makes as often; and those of an emit of an event with history (ZRANGE of its sticky shapes,
+ * EVALSHA of an append to a route's history), all of an emit's commands on one connection. With one redis-server they
+ * go on a connection of their own that speaks just enough RESP for them: through ioredis an HGET cost the node about
+ * twice the CPU (a Command, its argument array, a promise and callback, a string per chunk of the batch's writev) it
+ * costs here (one string written per batch, replies parsed straight from the socket's buffer) (docs/architecture.md,
+ * "Measured costs"). Writes, scripts, channels and a Cluster stay with ioredis. While this connection is down
+ * (connecting, or Redis gone), reads go through ioredis, which fails them at once when Redis is unreachable: an emit
+ * answers 503 as before.
  */
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';

@@ -13,7 +13,8 @@ import type { Result } from 'ioredis';
 import { ConfigError } from '../../errors.ts';
 import type { Commands, Connection } from './connection.ts';
 import type { Reads } from './reads.ts';
-import { NODE_ID_SEPARATOR as SEP, bucketOf, type Keyspace } from './keys.ts';
+import { NODE_ID_SEPARATOR as SEP } from '../../node-id.ts';
+import { bucketOf, type Keyspace } from './keys.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {

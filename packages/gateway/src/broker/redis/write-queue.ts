@@ -1,13 +1,13 @@
 /**
- * Route writes, in call order, at most one batch per ROUTE_WRITE_GAP_MS. A write made when none left within
- * the gap leaves at once (in this turn's one socket write, see connection.ts); those made within it wait for
- * the gap's end and leave together. At low rates nothing waits. When clients register faster than one a
- * millisecond (a churn, a restart's clients coming back), their route writes share a batch: a command written
- * alone in its turn costs the node ~35 µs user and ~35 µs system, one of tens ~10 µs and ~4 µs (ioredis against
- * a local redis-server). A REGISTER's reply waits for its route's write, so at most the gap longer.
+ * Route writes, in call order, at most one batch per ROUTE_WRITE_GAP_MS. A write made when none left within the gap
+ * leaves at once (in this turn's one socket write, see connection.ts); those made within it wait for the gap's end
+ * and leave together. At low rates nothing waits. When clients register faster than one a millisecond (a churn, a
+ * restart's clients coming back), their route writes share a batch: a command written alone in its turn costs the
+ * node several times one written among tens (docs/architecture.md, "Measured costs"). A REGISTER's reply waits for
+ * its route's write, so at most the gap longer.
  */
 
-/** Churned clients with a route each cost the node 247 µs each without a gap, 219 µs with 1 ms, 232 µs with 2. */
+/** The gap at which churned clients with a route each cost the node least (docs/architecture.md, "Measured costs"). */
 const ROUTE_WRITE_GAP_MS = 1;
 
 /** Sends its Redis commands when called (synchronously) and settles once they are answered. */

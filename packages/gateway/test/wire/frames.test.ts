@@ -6,7 +6,7 @@ import type { EventEmitter } from 'node:events';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import type { WebSocket } from 'ws';
-import { CoalescedWrites, textFrame, writeFrame } from '../../src/transport/frames.ts';
+import { CoalescedWrites, textFrame, writeFrame } from '../../src/wire/frames.ts';
 
 /** ws's own frame parser (exported, but not in its type declarations): what a client runs on our bytes. */
 const { Receiver } = ws as unknown as { Receiver: new (options: { isServer: boolean }) => Writable & EventEmitter };

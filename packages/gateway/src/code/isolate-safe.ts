@@ -1,9 +1,9 @@
 /**
- * Is this code lean? Lean code runs in an isolate: a bare V8 heap with no Node APIs, where each version
- * of the code is compiled once per isolate and its `main` called many times. So lean code must only
+ * Is this code isolate-safe? Isolate-safe code runs in an isolate: a bare V8 heap with no Node APIs, where each version
+ * of the code is compiled once per isolate and its `main` called many times. So isolate-safe code must only
  * read what it is handed and call g.sys, and must keep nothing between calls.
  *
- * THE RULE. Code is lean when all of these hold (checked on the syntax tree, never by running it):
+ * THE RULE. Code is isolate-safe when all of these hold (checked on the syntax tree, never by running it):
  *  1. no module syntax: no `import` or `export` declaration, no `import(...)`, no `import.meta`;
  *  2. its top level holds only function declarations, empty statements, the directive "use strict", and `const`
  *     bindings each set to a primitive literal (not a RegExp, which keeps lastIndex), a template without
@@ -203,8 +203,8 @@ function topLevelReasons(program: Program): string[] {
   return reasons;
 }
 
-/** Why `program` is not lean, in source order of discovery; empty when it is lean. */
-export function leanReasons(program: Program): string[] {
+/** Why `program` is not isolate-safe, in source order of discovery; empty when it is isolate-safe. */
+export function whyNotIsolateSafe(program: Program): string[] {
   // `arguments` is declared by every non-arrow function.
   const found: Scan = { declared: new Set(['arguments']), reads: [], reasons: [], mutatedRoots: [] };
   scan(program as unknown as AnyNode, found);

@@ -5,6 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
+import { tcpSocketOf } from './ws-private.ts';
 
 /** FIN + opcode 1 (text); a server's frames are never masked (RFC 6455, 5.1). */
 const FIN_TEXT = 0x81;
@@ -37,10 +38,6 @@ export function writeFrame(socket: WebSocket, frame: Buffer): void {
   tcpSocketOf(socket).write(frame);
 }
 
-function tcpSocketOf(socket: WebSocket): Socket {
-  return (socket as WebSocket & { _socket: Socket })._socket;
-}
-
 /**
  * Writes frames as writeFrame does, but holds each socket's frames until the event loop has run the I/O it has
  * at hand, then sends them in one write system call per socket (a writev). When emits come faster than one per
@@ -68,3 +65,6 @@ export class CoalescedWrites {
     for (const tcp of held) tcp.uncork();
   };
 }
+
+/** The writes of every session (Session.send): one per process, as each socket's frames wait for the same turn's end. */
+export const coalescedWrites = new CoalescedWrites();
