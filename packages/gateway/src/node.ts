@@ -74,7 +74,8 @@ export class Gateway {
     this.config = config;
     this.#dataSources = dataSources;
     const ready = () => this.#ready && this.broker.ready();
-    this.metrics = createMetrics({ ready });
+    // The hub is built below; the gauge reads its backlog at each scrape.
+    this.metrics = createMetrics({ ready, backlog: () => this.hub.backlog });
     const { websocket } = config;
     this.#http = new HttpServers({
       server: config.server,
@@ -89,7 +90,7 @@ export class Gateway {
     const histories = historiesOf(config);
     const broker = deps.broker ?? this.#brokerFor(nodeId, contain, histories);
     this.broker = broker;
-    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket });
+    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket, maxBacklogBytes: config.emit.maxBacklogBytes });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
     this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations, observer: this.#authObserver() });
@@ -129,7 +130,7 @@ export class Gateway {
     });
     const { authenticator, metrics } = this;
     const { userPath } = config;
-    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics };
+    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged };
     if (config.server.emitFastPath) {
       const { bodyLimit } = this.#http.backEnd.initialConfig;
       const route = emitFastRoute(systemApiOptions, this.log);
