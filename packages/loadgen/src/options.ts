@@ -2,9 +2,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '@herald/client';
 import { SOURCE_ADDRESSES } from './pool.ts';
+import type { ClientKind } from './load-client.ts';
 import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
+import { CLIENT_KINDS } from './ws-client.ts';
 
 export const USAGE = `usage:
   wsload fill   <ws-url> --clients N [--first I] [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
@@ -21,6 +23,8 @@ export const USAGE = `usage:
 
   <ws-url> may be several, separated by commas (a fleet's nodes): client i connects to the (i mod n)-th
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
+          [--client raw|ws] raw (default): plain TCP clients that read frames in place; ws: clients on the \`ws\`
+          library (masked frames, a close handshake, every message parsed as JSON), as Node back ends and browsers
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
   many clients (fill, listen, notify): [--per-worker 19000] clients per process, beyond it worker processes;
           [--per-address 5000] clients per source address (127.0.0.2, .3, ...) once there are more than that
@@ -42,6 +46,8 @@ export interface CommonOptions {
   event: string | undefined;
   criteria: CriteriaMode;
   tokens: TokenMode;
+  /** raw or ws (ws-client.ts). */
+  client: ClientKind;
 }
 
 export interface HoldOptions extends CommonOptions {
@@ -105,6 +111,7 @@ const COMMON = {
   'per-client': { type: 'boolean', default: false },
   criteria: { type: 'string' },
   tokens: { type: 'string', default: 'both' },
+  client: { type: 'string', default: 'raw' },
   'per-worker': { type: 'string', default: '19000' },
   'per-address': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
@@ -184,6 +191,7 @@ function common(values: Values, httpBase: string, event: string | undefined, def
     event,
     criteria,
     tokens,
+    client: oneOf(values.client, 'client', CLIENT_KINDS),
   };
 }
 

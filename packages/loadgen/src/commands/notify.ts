@@ -23,6 +23,12 @@ import type { PoolSnapshot } from '../snapshot.ts';
 import type { ClientGroup } from '../pool.ts';
 import { clientGroup } from '../worker-pools.ts';
 
+/**
+ * A notification counts in `notificationsOnTimePerSecond` when it arrived within this long of its emit: the figure of
+ * a run that a growing queue (emits taken faster than they are delivered) cannot raise.
+ */
+export const ON_TIME_MS = 1000;
+
 interface Audience {
   recipients: string[];
   weights: number[];
@@ -81,7 +87,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
   // Paced broadcasts are told apart at the listeners, so that each one's last told can be reported.
   const tallyEmits = options.broadcast && options.rate !== undefined;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume }, options.perWorker);
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume, client: options.client }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();
@@ -140,13 +146,16 @@ function result(
   const deliveryS = final.lastReceivedAt > emitStart ? (final.lastReceivedAt - emitStart) / 1000 : emitS;
   const errors = Object.values(stats.errors).reduce((sum, n) => sum + n, 0);
   const missing = Math.max(0, stats.expected - final.received);
+  const delivery = Histogram.from(final.delivery);
+  const onTime = delivery.countAtMost(ON_TIME_MS);
   const pace = options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`;
   const failures = { ...listeners.failures, ...Object.fromEntries(Object.entries(stats.errors).map(([k, v]) => [`emit ${k}`, v])) };
   const summary = [
     `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
     `${options.broadcast ? 'broadcast' : 'one recipient each'}, ${options.connections} connections, ${pace}: ${count(stats.ok)} emits answered 2xx in ` +
-      `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx, ${count(errors)} errors`,
+      `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx (${count(stats.refused)} refused 503), ${count(errors)} errors`,
     `${count(stats.expected)} notifications expected, ${count(final.received)} received (${count(final.received / deliveryS)}/s), ${count(missing)} missing`,
+    `${count(onTime)} within ${ON_TIME_MS} ms of their emit (${count(onTime / deliveryS)}/s)`,
   ];
   const body: ReportBody = {
     command: 'notify',
@@ -155,12 +164,12 @@ function result(
     options: publicOptions(options),
     counts: {
       listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
-      emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitErrors: errors,
-      expected: stats.expected, received: final.received, timed: final.timed, missing, extra: Math.max(0, final.received - stats.expected),
+      emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitsRefused: stats.refused, emitErrors: errors,
+      expected: stats.expected, received: final.received, timed: final.timed, onTime, missing, extra: Math.max(0, final.received - stats.expected),
     },
     failures,
-    rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS },
-    latency: { delivery: Histogram.from(final.delivery).summary(), http: stats.latency.summary() },
+    rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS, notificationsOnTimePerSecond: onTime / deliveryS },
+    latency: { delivery: delivery.summary(), http: stats.latency.summary() },
     perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
     leftAt,
   };
