@@ -374,7 +374,8 @@ export function writeReport(r: Results, dir: string): void {
 
 Produced by \`${r.quick ? 'make bench-quick' : 'make bench'}\` (\`bench/run.ts\`) on ${r.startedAt}. Every figure, with each load
 generator's full output and a sample a second of each process's RSS and CPU (user and kernel), the machine's CPU
-and Redis \`used_memory\`, is in [results.json](results.json).
+and Redis \`used_memory\`, is in [results.json](results.json). Backpressure on emits, and wsload's raw clients against
+clients on the \`ws\` library, measured by hand beside these runs: [clients.md](clients.md).
 
 **Read with care:** the load generator (wsload for the gateway, \`bench/peer-load.ts\` for the peers) runs on the
 same ${cpus().length} cores as the server it measures, so every rate here is a floor set partly by the client side. The peers
