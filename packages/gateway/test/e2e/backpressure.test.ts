@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { MemoryBus } from '../../src/broker/memory.ts';
 import { TestSocket, apiToken, emit, metric, onEvent, startNode, type HttpReply, type TestNode } from '../support/gateway.ts';
 import { rawSubscriber, type RawClient } from '../support/raw-ws.ts';
 
@@ -132,5 +133,42 @@ describe('wait', () => {
     assert.equal(await metric(node, 'herald_emits_refused_total', { reason: 'backlog' }), 0);
     assert.equal(await metric(node, 'herald_deliveries_over_backlog_total'), 1);
     for (const client of slow) client.socket.destroy();
+  });
+});
+
+describe('a fleet: each node refuses on its own backlog only', () => {
+  let a: TestNode;
+  let b: TestNode;
+  let api: string;
+  before(async () => {
+    // Two nodes on one in-process bus: an emit on A for B's clients reaches B as a Redis fleet's would.
+    const bus = new MemoryBus();
+    a = await startNode((raw) => backlogged(raw, 'refuse'), { broker: bus.broker('a') });
+    b = await startNode((raw) => backlogged(raw, 'refuse'), { broker: bus.broker('b') });
+    api = await apiToken(a);
+  });
+  after(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  test("an emit on A past B's bound is taken by A, and B fans it out and counts it; on B it is refused", async () => {
+    const client = await TestSocket.connect(b, api);
+    await client.register(onEvent('announcements'));
+    const held = b.gateway.hub.backlog;
+    // B's backlog held past its bound by fan-out bytes counted and never written.
+    held.fanOutBytes += held.bound + 1;
+    try {
+      assert.equal((await emit(a, api, 'announcements', { via: 'a' })).status, 200);
+      assert.deepEqual((await client.next('NOTIFICATION')).response.eventData, { via: 'a' });
+      assert.equal(await metric(b, 'herald_deliveries_over_backlog_total'), 1);
+      assert.equal(await metric(a, 'herald_deliveries_over_backlog_total'), 0);
+      const refused = await emit(b, api, 'announcements', { via: 'b' });
+      assert.equal(refused.status, 503);
+      assert.equal(refused.body.errors[0].code, 'OVERLOADED');
+    } finally {
+      held.fanOutBytes -= held.bound + 1;
+    }
+    await client.close();
   });
 });
