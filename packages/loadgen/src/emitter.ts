@@ -25,6 +25,8 @@ export interface EmitterOptions {
   /** How many listeners a call naming recipients[i] reaches. */
   weights: readonly number[];
   timeoutMs: number;
+  /** Asked before each call: true holds it (pace.ts), and the connection asks again HOLD_PAUSE_MS later. */
+  hold?: () => boolean;
 }
 
 export interface EmitterStats {
@@ -52,6 +54,7 @@ const ERROR_PAUSE_MS = 100;
  * waited the whole second would leave the node idle and measure the wait.
  */
 const REFUSED_PAUSE_MS = 50;
+const HOLD_PAUSE_MS = 5;
 
 /** One connection and the call it has in flight; its handler is made once, not per call. */
 class Slot {
@@ -106,6 +109,10 @@ export class Emitter {
     const { rate } = this.#options;
     const due = rate === undefined ? performance.now() : this.stats.startedAt + (index * 1000) / rate;
     if (this.#stopped || due >= this.#endAt) return this.#retire(slot);
+    if (this.#options.hold?.() === true) {
+      setTimeout(() => this.#next(slot), HOLD_PAUSE_MS);
+      return;
+    }
     this.#issued++;
     const wait = due - performance.now();
     if (wait >= 1) setTimeout(() => this.#write(slot, index), wait);

@@ -13,7 +13,9 @@ export const USAGE = `usage:
   wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
-                [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume]
+                [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume] [--keep-within MS]
+  notify --keep-within MS: the emitter holds its calls while what its answered calls promised and the listeners have
+          not read would take them longer than MS to read at their pace of the last second (a back end that paces itself)
 
   dropped clients come back (fill, listen, notify): [--reconnect] each after a random wait of
           [--reconnect-min ${DEFAULT_MIN_DELAY_MS / 1000}] to [--reconnect-max ${DEFAULT_MAX_DELAY_MS / 1000}] seconds, as the client SDK does; notify --await-return S
@@ -93,6 +95,8 @@ export interface NotifyOptions extends CommonOptions {
   awaitReturnS: number;
   /** Dropped listeners resume their event's history (since) and drop repeats. */
   resume: boolean;
+  /** Hold calls while what the listeners have yet to read would take them longer than this (pace.ts); undefined: do not. */
+  keepWithinMs: number | undefined;
 }
 
 export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
@@ -136,6 +140,7 @@ const EXTRA = {
   notify: {
     ...RECONNECT,
     'await-return': { type: 'string', default: '0' },
+    'keep-within': { type: 'string' },
     resume: { type: 'boolean', default: false },
     clients: { type: 'string', short: 'n', default: '1000' },
     'connect-rate': { type: 'string', default: '2000' },
@@ -303,6 +308,7 @@ function notify(args: string[]): NotifyOptions {
     ...addressing(values, number(values, 'clients', 1), values.reconnect === true || awaitReturnS > 0 || values.resume === true),
     awaitReturnS,
     resume: values.resume === true,
+    keepWithinMs: values['keep-within'] === undefined ? undefined : number(values, 'keep-within', 1),
   };
 }
 

@@ -117,6 +117,16 @@ for (const client of ['raw', 'ws']) {
   });
 }
 
+test('notify --broadcast --keep-within: the emitter holds its calls to what the listeners read in time; everything sent arrives', async () => {
+  const report = await run(['notify', http, '--clients', '20', '-c', '5', '-d', '1', '--broadcast', '--keep-within', '200']);
+  assertSane(report, 'notify');
+  const { counts } = report;
+  assert.ok(counts.emitsOk! > 0);
+  assert.equal(counts.received, counts.expected);
+  assert.equal(counts.missing, 0);
+  assert.equal(report.options.keepWithinMs, 200);
+});
+
 test('notify --broadcast paced: each broadcast reported with the listeners it told and its last one told', async () => {
   const report = await run(['notify', http, '--clients', '20', '-c', '1', '-R', '4', '-d', '1', '--broadcast']);
   assertSane(report, 'notify');

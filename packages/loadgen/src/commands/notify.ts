@@ -17,6 +17,7 @@ import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
 import { EmitTallies } from '../emit-tallies.ts';
+import { DeliveryPace } from '../pace.ts';
 import { addReconnect } from '../reconnect.ts';
 import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
@@ -67,8 +68,8 @@ async function awaitReturn(latest: () => PoolSnapshot | undefined, seconds: numb
   }
 }
 
-function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number): Emitter {
-  return new Emitter({
+function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number, pace: DeliveryPace | undefined): Emitter {
+  const made: Emitter = new Emitter({
     httpBase: options.tokenApi.httpBase,
     userPath: options.tokenApi.userPath,
     apiToken,
@@ -79,7 +80,9 @@ function emitter(options: NotifyOptions, apiToken: string, audience: Audience, d
     recipients: audience.recipients,
     weights: audience.weights,
     timeoutMs: options.timeoutMs,
+    hold: pace && (() => pace.holds(made.stats.expected)),
   });
+  return made;
 }
 
 export async function notify(options: NotifyOptions, signal?: AbortSignal): Promise<CommandResult> {
@@ -93,6 +96,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const notifications = new RateSamples();
   let running: Emitter | undefined;
   let latest: PoolSnapshot | undefined;
+  const pace = options.keepWithinMs === undefined ? undefined : new DeliveryPace(group, options.keepWithinMs);
   progress.start(async (elapsedS) => {
     const snapshot = (latest = await group.snapshot());
     const away = reconnect ? `, ${count(snapshot.dropped)} dropped, ${count(snapshot.dropped - snapshot.back)} away` : '';
@@ -108,12 +112,14 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const audience = audienceOf(listeners, options.broadcast);
     if (audience.weights.every((weight) => weight === 0)) throw new Error(`no listener is ready: ${JSON.stringify(listeners.failures)}`);
     if (options.awaitReturnS > 0) await awaitReturn(() => latest, options.awaitReturnS, signal);
+    pace?.start();
     if (options.warmupS > 0 && !signal?.aborted) {
-      const warm = await emitter(options, roster.apiToken, audience, options.warmupS).run(signal);
+      const warm = await emitter(options, roster.apiToken, audience, options.warmupS, pace).run(signal);
       await drain(group, warm.expected, options.graceS);
       await group.resetDelivery();
+      pace?.start();
     }
-    const measured = emitter(options, roster.apiToken, audience, options.durationS);
+    const measured = emitter(options, roster.apiToken, audience, options.durationS, pace);
     const emitStart = clockMs();
     emits.begin(0, performance.now());
     notifications.begin(0, performance.now());
@@ -121,6 +127,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const stats = await measured.run(signal);
     // The figures per second are the emitter's seconds: the wait for stragglers would add empty ones.
     running = undefined;
+    pace?.stop();
     const final = await drain(group, stats.expected, options.graceS);
     progress.stop();
     // Every client goes at once in `finally`, right after this: the bench times what the node does from here.
@@ -128,6 +135,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     return result(options, listeners, final, stats, emitStart, { emits, notifications }, leftAt);
   } finally {
     progress.stop();
+    pace?.stop();
     await group.close();
   }
 }
@@ -148,7 +156,8 @@ function result(
   const missing = Math.max(0, stats.expected - final.received);
   const delivery = Histogram.from(final.delivery);
   const onTime = delivery.countAtMost(ON_TIME_MS);
-  const pace = options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`;
+  const held = options.keepWithinMs === undefined ? '' : `, held to ${count(options.keepWithinMs)} ms of reading outstanding`;
+  const pace = `${options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`}${held}`;
   const failures = { ...listeners.failures, ...Object.fromEntries(Object.entries(stats.errors).map(([k, v]) => [`emit ${k}`, v])) };
   const summary = [
     `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
