@@ -17,6 +17,7 @@ import { connect as connectTcp } from 'node:net';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
 import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
+import { ON_TIME_MS } from '@herald/loadgen/src/commands/notify.ts';
 import { DEFAULT_TIMEOUT_S } from '@herald/loadgen/src/options.ts';
 import { readInto } from '@herald/loadgen/src/receive.ts';
 import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
@@ -201,7 +202,8 @@ async function notify(kind: Kind, url: string, run: NotifyRun): Promise<void> {
     command: 'notify', kind, broadcast,
     window: { from: performance.timeOrigin + start, to: performance.timeOrigin + start + emitS * 1000 },
     counts: { clients: clients.length, emits: ok, expected, received: latencies.length, missing: expected - latencies.length },
-    rates: { emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS },
+    // As wsload's: what arrived within ON_TIME_MS of its emit.
+    rates: { emitsPerSecond: ok / emitS, notificationsPerSecond: latencies.length / deliveryS, notificationsOnTimePerSecond: latencies.filter((ms) => ms <= ON_TIME_MS).length / deliveryS },
     latency: { delivery: { p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), p99_9: percentile(sorted, 0.999), max: sorted.at(-1) } },
   }));
   process.exit(0);

@@ -8,7 +8,8 @@
  *   node bench/run.ts             levels 0 .. 18k;  churn 20 s; notify 10 s; each twice, medians (make bench)
  *   node bench/run.ts --only restart,kill [--quick]    just these scenarios, of: memory, churn, notify-person,
  *                                 broadcast-1k, notify-paced, broadcast-paced, every-client (the four again with
- *                                 18,000 clients connected), broadcast-18k, can-connect, pairs (the gateway and
+ *                                 18,000 clients connected), ws-clients (the gateway's churn and notify runs again with
+ *                                 wsload --client ws), broadcast-18k, can-connect, pairs (the gateway and
  *                                 Socket.IO side by side: every `_vs_socketio` ratio, pairedRatios), floors (the
  *                                 machine's, floorScenario), restart, kill, restart-gap, kill-gap (bench/failover.ts),
  *                                 history (bench/history.ts), revoke (bench/revoke.ts)
@@ -39,16 +40,27 @@ const OWN_PROCESSES = new Set(['pairs', 'floors', ...FAILOVER.map(([name]) => na
 /** The three targets run in turn only when a scenario of theirs is wanted. */
 const TARGETS_WANTED = ONLY === undefined || [...ONLY].some((name) => !OWN_PROCESSES.has(name));
 
+/**
+ * The gateway's runs again with clients on the `ws` library (wsload --client ws), figures named ws_*: against the
+ * same node, what they add to each figure is the client's part.
+ */
+const WS_CLIENTS = ['--client', 'ws'];
+const wsFigure = (name: string): string => `ws_${name}`;
+
 async function loadScenarios(t: Target): Promise<void> {
+  const wsClients = t.name === 'gateway' && wanted('ws-clients');
   if (wanted('churn')) await runSteps(t, [churnStep(t)], RATE_RUNS);
+  if (wsClients) await runSteps(t, [churnStep(t, wsFigure, WS_CLIENTS)], RATE_RUNS, 'ws-clients ');
   const steps = notifySteps(t, (name) => `${prefix(t)}${name}`).filter(([name]) => wanted(name));
   const everyClient = wanted('every-client') ? EVERY_CLIENT : undefined;
-  if (steps.length === 0 && everyClient === undefined) return;
+  if (steps.length === 0 && everyClient === undefined && !wsClients) return;
   const fills: Proc[] = [];
   try {
     sampler.phase = `${t.name} fill`;
     await growFill(t, CONNECTED - NOTIFY_CLIENTS, fills, 0, NOTIFY_CLIENTS);
     await runSteps(t, steps, RATE_RUNS);
+    // Paced broadcasts are the same few emits either way: the other three.
+    if (wsClients) await runSteps(t, notifySteps(t, wsFigure, WS_CLIENTS).filter(([name]) => name !== 'broadcast-paced'), RATE_RUNS, 'ws-clients ');
     if (everyClient === undefined) return;
     sampler.phase = `${t.name} fill`;
     await growFill(t, everyClient - NOTIFY_CLIENTS, fills, CONNECTED - NOTIFY_CLIENTS, NOTIFY_CLIENTS);

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { GATEWAY_NODE_ARGS, median, metric, ROOT, start, startLoad, startRedis, stop, stopAll, waitFor, Sampler, type Proc } from './procs.ts';
+import { watchNode } from './node-watch.ts';
 import type { Results } from './report.ts';
 
 export const QUICK = process.argv.includes('--quick');
@@ -161,12 +162,16 @@ export const EVERY_CLIENT = QUICK ? undefined : LEVELS.at(-1)!;
 export type Take = (r: Record<string, any>) => Record<string, number | undefined>;
 export type Step = [name: string, args: string[], take: Take];
 
-/** Each step `runs` times; each figure is the median of its runs. Runs are kept as "<target> <phase><step> <run>". */
+/**
+ * Each step `runs` times; each figure is the median of its runs. Runs are kept as "<target> <phase><step> <run>"; a
+ * gateway's with what the node reported over it (`node`: bench/node-watch.ts).
+ */
 export async function runSteps(t: Target, steps: Step[], runs: number, phase = ''): Promise<void> {
   for (const [name, args, take] of steps) {
     sampler.phase = `${t.name} ${phase}${name}`;
     await medianOfRuns(`${t.name} ${phase}${name}`, runs, async (run) => {
-      const out = await runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S, PACED_S) + 120);
+      const load = (): Promise<Record<string, any>> => runLoad(t, args, CHURN_WARMUP_S + NOTIFY_WARMUP_S + Math.max(CHURN_S, NOTIFY_S, PACED_S) + 120);
+      const out = t.name === 'gateway' ? await watchNode(t.port, load).then(({ outcome, node }) => ({ ...outcome, node })) : await load();
       results.runs[`${t.name} ${phase}${name} ${run}`] = out;
       return take(out);
     });

@@ -30,6 +30,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   TABLE_FORBIDDEN: 403,
   RATE_LIMITED: 429,
   UNAVAILABLE: 503,
+  OVERLOADED: 503,
   INTERNAL: 500,
 };
 

@@ -28,6 +28,8 @@ function openFileDescriptors(): number {
 export interface MetricsOptions {
   /** Whether the node would answer /readyz 200, read at each scrape (herald_ready). */
   ready?: () => boolean;
+  /** The delivery backlog's two parts, read at each scrape (herald_delivery_backlog_bytes). */
+  backlog?: () => { socketBytes: number; fanOutBytes: number };
 }
 
 /**
@@ -65,7 +67,7 @@ function increment(counts: Map<number, number>, status: number): void {
   counts.set(status, (counts.get(status) ?? 0) + 1);
 }
 
-export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
+export function createMetrics({ ready = () => false, backlog = () => ({ socketBytes: 0, fanOutBytes: 0 }) }: MetricsOptions = {}) {
   const registry = new Registry();
   const responses = new ResponseTally();
   collectDefaultMetrics({ register: registry });
@@ -109,6 +111,28 @@ export function createMetrics({ ready = () => false }: MetricsOptions = {}) {
       name: 'herald_emits_total',
       help: 'Emits accepted over HTTP, by event',
       labelNames: ['event'],
+      registers,
+    }),
+    emitsRefused: new Counter({
+      name: 'herald_emits_refused_total',
+      help: 'Emits refused with 503 OVERLOADED, by reason: backlog (the delivery backlog was past emit.maxBacklogBytes)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    deliveryBacklog: new Gauge({
+      name: 'herald_delivery_backlog_bytes',
+      help: 'Bytes on their way to this node\'s sockets, by part: sockets (written, not yet passed to the kernel) and fan_out (fan-outs have still to write)',
+      labelNames: ['part'],
+      registers,
+      collect() {
+        const { socketBytes, fanOutBytes } = backlog();
+        this.set({ part: 'sockets' }, socketBytes);
+        this.set({ part: 'fan_out' }, fanOutBytes);
+      },
+    }),
+    deliveriesOverBacklog: new Counter({
+      name: 'herald_deliveries_over_backlog_total',
+      help: 'Fan-outs begun while the delivery backlog was past emit.maxBacklogBytes: emits from other nodes (which check only their own backlog) and emits that wait (emit.whenBacklogged: wait)',
       registers,
     }),
     emitsFailed: new Counter({

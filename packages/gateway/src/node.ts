@@ -84,7 +84,8 @@ export class Gateway {
     this.config = config;
     this.#dataSources = dataSources;
     const ready = () => this.#ready && this.broker.ready() && this.#canary.healthy();
-    this.metrics = createMetrics({ ready });
+    // The hub is built below; the gauge reads its backlog at each scrape.
+    this.metrics = createMetrics({ ready, backlog: () => this.hub.backlog });
     const { websocket } = config;
     this.#http = new HttpServers({
       server: config.server,
@@ -101,7 +102,7 @@ export class Gateway {
     this.broker = broker;
     this.#canary = this.#canaryFor(broker);
     this.#fleetStatus = new FleetStatus({ broker, sampler: new StatusSampler({ metrics: this.metrics, nodeId: broker.nodeId, ready }), intervalMs: config.status.intervalMs });
-    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket });
+    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket, maxBacklogBytes: config.emit.maxBacklogBytes });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
     this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations, observer: this.#authObserver() });
@@ -141,7 +142,7 @@ export class Gateway {
     });
     const { authenticator, metrics } = this;
     const { userPath } = config;
-    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics };
+    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged };
     if (config.server.emitFastPath) {
       const { bodyLimit } = this.#http.backEnd.initialConfig;
       const route = emitFastRoute(systemApiOptions, this.log);

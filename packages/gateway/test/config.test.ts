@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parse, stringify } from 'yaml';
-import { DEFAULT_CONFIG_FILE, loadConfigFile, type ConfigOverrides } from '../src/config/load.ts';
+import { DEFAULT_CONFIG_FILE, loadConfigFile, parseConfig, type ConfigOverrides } from '../src/config/load.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { ConfigError } from '../src/errors.ts';
 import { Gateway } from '../src/node.ts';
@@ -278,5 +278,31 @@ describe('config', () => {
     assert.equal(seeds('mongodb', 'am_bench')?.customers?.seed, join(dir, 'data/people.json'));
     assert.equal(seeds('other', 'd')?.absolute?.seed, '/srv/rows.json');
     assert.equal(seeds('other', 'd')?.bare?.seed, undefined);
+  });
+
+  it('emit: its defaults, and any maxBacklogBytes / whenBacklogged taken exactly when valid, else refused naming the field', () => {
+    const { emit } = loadConfigFile(DEFAULT_CONFIG_FILE);
+    assert.deepEqual(emit, { maxBacklogBytes: 16 * 1024 * 1024, whenBacklogged: 'refuse' });
+    const bytes = fc.oneof(fc.integer({ min: -1, max: 1 << 30 }), fc.double(), fc.constantFrom(65536, 131072, '1048576', null));
+    const mode = fc.oneof(fc.constantFrom('refuse', 'wait'), fc.string());
+    fc.assert(
+      fc.property(bytes, fc.integer({ min: 1024, max: 1 << 26 }), mode, (maxBacklogBytes, maxBufferedBytes, whenBacklogged) => {
+        const raw = shipped();
+        raw.emit = { maxBacklogBytes, whenBacklogged };
+        raw.websocket = { maxBufferedBytes };
+        const valid = Number.isSafeInteger(maxBacklogBytes) && (maxBacklogBytes as number) >= 65536
+          && (maxBacklogBytes as number) >= 2 * maxBufferedBytes && (whenBacklogged === 'refuse' || whenBacklogged === 'wait');
+        try {
+          const config = parseConfig(raw, dir);
+          assert.ok(valid, `took ${JSON.stringify(raw.emit)} with maxBufferedBytes ${maxBufferedBytes}`);
+          assert.deepEqual(config.emit, { maxBacklogBytes, whenBacklogged });
+        } catch (error) {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.ok(!valid, error.message);
+          assert.match(error.message, /emit\.(maxBacklogBytes|whenBacklogged)/);
+        }
+      }),
+      { numRuns: Number(process.env.HERALD_FUZZ_RUNS ?? 100) },
+    );
   });
 });

@@ -2,7 +2,9 @@
  * The application's back end under load: `connections` keep-alive HTTP connections calling emit-event-ws back
  * to back (or `rate` calls a second in all), each call naming the next recipient in turn and carrying the
  * time it was written (`sentAt`), so that listeners can tell how late it arrived. It counts how many
- * notifications the calls answered 200 should have delivered.
+ * notifications the calls answered 200 should have delivered. A call refused 503 (a node past its delivery
+ * backlog's bound, or its fleet unreachable) is counted apart, and its connection backs off before its next call,
+ * as a back end told Retry-After does; its figures are the calls taken.
  */
 import { API_TOKEN_HEADER, emitPath } from '@herald/protocol';
 import { clockMs } from './frames.ts';
@@ -24,6 +26,8 @@ export interface EmitterOptions {
   /** How many listeners a call naming recipients[i] reaches. */
   weights: readonly number[];
   timeoutMs: number;
+  /** Asked before each call: true holds it (pace.ts), and the connection asks again HOLD_PAUSE_MS later. */
+  hold?: () => boolean;
 }
 
 export interface EmitterStats {
@@ -31,6 +35,8 @@ export interface EmitterStats {
   sent: number;
   ok: number;
   non2xx: number;
+  /** Of non2xx: refused 503, each followed by a pause of the connection (REFUSED_PAUSE_MS). */
+  refused: number;
   /** Calls without an answer, by reason. */
   errors: Record<string, number>;
   /** Write → whole answer. */
@@ -43,6 +49,13 @@ export interface EmitterStats {
 }
 
 const ERROR_PAUSE_MS = 100;
+/**
+ * A connection's pause after a 503. Shorter than the node's Retry-After (1 s, HTTP's smallest): the node answers a
+ * refusal for the cost of any answer, and a backlog at its bound drains in a fraction of a second, so a sender that
+ * waited the whole second would leave the node idle and measure the wait.
+ */
+const REFUSED_PAUSE_MS = 50;
+const HOLD_PAUSE_MS = 5;
 
 /** One connection and the call it has in flight; its handler is made once, not per call. */
 class Slot {
@@ -58,7 +71,7 @@ class Slot {
 }
 
 export class Emitter {
-  readonly stats: EmitterStats = { sent: 0, ok: 0, non2xx: 0, errors: {}, latency: new Histogram(), expected: 0, startedAt: 0, endedAt: 0 };
+  readonly stats: EmitterStats = { sent: 0, ok: 0, non2xx: 0, refused: 0, errors: {}, latency: new Histogram(), expected: 0, startedAt: 0, endedAt: 0 };
   readonly #options: EmitterOptions;
   readonly #head: string;
   #issued = 0;
@@ -97,6 +110,10 @@ export class Emitter {
     const { rate } = this.#options;
     const due = rate === undefined ? performance.now() : this.stats.startedAt + (index * 1000) / rate;
     if (this.#stopped || due >= this.#endAt) return this.#retire(slot);
+    if (this.#options.hold?.() === true) {
+      setTimeout(() => this.#next(slot), HOLD_PAUSE_MS);
+      return;
+    }
     this.#issued++;
     const wait = due - performance.now();
     if (wait >= 1) setTimeout(() => this.#write(slot, index), wait);
@@ -130,6 +147,11 @@ export class Emitter {
       stats.expected += this.#options.weights[slot.recipient] ?? 0;
     } else {
       stats.non2xx++;
+      if (status === 503) {
+        stats.refused++;
+        setTimeout(() => this.#next(slot), REFUSED_PAUSE_MS);
+        return;
+      }
     }
     this.#next(slot);
   }

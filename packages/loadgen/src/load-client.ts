@@ -31,16 +31,25 @@ export interface ClientOptions {
   timeoutMs: number;
   /** Keep the last position of an event with history, resume from it (since), and drop repeats, as the SDK does. */
   resume?: boolean;
+  /** raw (default): this class, on a plain TCP socket; ws: on the `ws` library (ws-client.ts). */
+  kind?: ClientKind;
 }
 
-type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done';
+/** Which client a load run is made of (--client). */
+export type ClientKind = 'raw' | 'ws';
+
+export type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done';
 
 /** No close frame came before the connection ended (RFC 6455 7.1.5). */
 const ABNORMAL_CLOSURE = 1006;
 const NO_STATUS = 1005;
 const PROTOCOL_ERROR = 1002;
 
-/** A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). */
+/**
+ * A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). The
+ * protocol (CONNECTED, REGISTER, notifications, resumes) is this class's; the socket's part is in the methods a
+ * client on another WebSocket implementation overrides (connect, sendText, closeLink, dropLink: ws-client.ts).
+ */
 export class LoadClient implements WireHandler {
   readonly index: number;
   readonly plan: ClientPlan;
@@ -82,17 +91,22 @@ export class LoadClient implements WireHandler {
     this.startAt = performance.now();
     this.#state = 'connecting';
     this.#timer = setTimeout(() => this.#fail('timeout'), this.#options.timeoutMs);
+    this.connect(this.#options.localAddress);
+  }
+
+  /** Open the connection from `localAddress`; once the TCP connection is up, set tcpAt. */
+  protected connect(localAddress: string | undefined): void {
     const { hostname, port } = new URL(this.plan.url);
     const reader = new WireReader(this);
-    const tcp = connect({ host: hostname, port: Number(port || 80), localAddress: this.#options.localAddress, noDelay: true, onread: readInto(reader) });
+    const tcp = connect({ host: hostname, port: Number(port || 80), localAddress, noDelay: true, onread: readInto(reader) });
     this.#tcp = tcp;
     this.#reader = reader;
     tcp.once('connect', () => {
       this.tcpAt = performance.now();
       tcp.write(upgradeRequest(this.plan.url));
     });
-    tcp.on('error', (error: NodeJS.ErrnoException) => this.#fail(error.code ?? error.message));
-    tcp.on('close', () => this.#onClose(this.#closeCode));
+    tcp.on('error', (error: NodeJS.ErrnoException) => this.lost(error.code ?? error.message));
+    tcp.on('close', () => this.ended(this.#closeCode));
   }
 
   /** Close with 1000 and wait for the node's close frame and the end of the connection (`leftAt`). */
@@ -100,6 +114,10 @@ export class LoadClient implements WireHandler {
     if (this.#state !== 'ready') return;
     this.#state = 'leaving';
     this.leaveAt = performance.now();
+    this.closeLink();
+  }
+
+  protected closeLink(): void {
     this.#closeSent = true;
     this.#tcp?.write(closeFrame(1000));
   }
@@ -111,6 +129,10 @@ export class LoadClient implements WireHandler {
   terminate(): void {
     this.#state = 'done';
     clearTimeout(this.#timer);
+    this.dropLink();
+  }
+
+  protected dropLink(): void {
     this.#reader?.stop();
     const tcp = this.#tcp;
     if (tcp && !tcp.destroyed) {
@@ -121,13 +143,22 @@ export class LoadClient implements WireHandler {
 
   /** Another REGISTER (a whole frame) once ready, such as a broadcast's audience joining; false when not ready. */
   subscribe(frame: string): boolean {
-    if (this.#state !== 'ready' || !this.#tcp) return false;
-    this.#tcp.write(clientFrame(Opcode.TEXT, frame));
+    if (this.#state !== 'ready') return false;
+    this.sendText(frame);
     return true;
   }
 
+  protected sendText(text: string): void {
+    this.#tcp?.write(clientFrame(Opcode.TEXT, text));
+  }
+
   refused(status: number): void {
-    this.#fail(status === 0 ? 'not a WebSocket answer' : `HTTP ${status}`);
+    this.lost(status === 0 ? 'not a WebSocket answer' : `HTTP ${status}`);
+  }
+
+  /** The connection failed before the client was ready (`reason` counts it); after, its close is what counts. */
+  protected lost(reason: string): void {
+    this.#fail(reason);
   }
 
   message(payload: Buffer): void {
@@ -168,7 +199,7 @@ export class LoadClient implements WireHandler {
       this.#state = 'registering';
       this.registerSentAt = performance.now();
       const since = this.#since;
-      this.#tcp?.write(clientFrame(Opcode.TEXT, since === undefined ? register : registerFrame(this.plan.event!, this.plan.recipient || undefined, since)));
+      this.sendText(since === undefined ? register : registerFrame(this.plan.event!, this.plan.recipient || undefined, since));
     } else if (this.#state === 'registering' && type === 'REGISTER') {
       if (!registerAccepted(frame)) return this.#fail(firstErrorCode(frame));
       if (this.#options.resume === true) this.#registered(frame);
@@ -216,7 +247,8 @@ export class LoadClient implements WireHandler {
     this.#observer.failed(this, reason);
   }
 
-  #onClose(code: number): void {
+  /** The connection ended, with the close code the node sent (1006: none). */
+  protected ended(code: number): void {
     clearTimeout(this.#timer);
     if (this.#state === 'connecting' || this.#state === 'registering') return this.#fail(`closed ${code}`);
     const reported = this.#state === 'ready' || this.#state === 'leaving';

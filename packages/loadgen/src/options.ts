@@ -2,16 +2,20 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '@herald/client';
 import { SOURCE_ADDRESSES } from './pool.ts';
+import type { ClientKind } from './load-client.ts';
 import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';
 import type { TokenApi } from './tokens.ts';
+import { CLIENT_KINDS } from './ws-client.ts';
 
 export const USAGE = `usage:
   wsload fill   <ws-url> --clients N [--first I] [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
-                [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume]
+                [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume] [--keep-within MS]
+  notify --keep-within MS: the emitter holds its calls while what its answered calls promised and the listeners have
+          not read would take them longer than MS to read at their pace of the last second (a back end that paces itself)
 
   dropped clients come back (fill, listen, notify): [--reconnect] each after a random wait of
           [--reconnect-min ${DEFAULT_MIN_DELAY_MS / 1000}] to [--reconnect-max ${DEFAULT_MAX_DELAY_MS / 1000}] seconds, as the client SDK does; notify --await-return S
@@ -21,6 +25,8 @@ export const USAGE = `usage:
 
   <ws-url> may be several, separated by commas (a fleet's nodes): client i connects to the (i mod n)-th
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
+          [--client raw|ws] raw (default): plain TCP clients that read frames in place; ws: clients on the \`ws\`
+          library (masked frames, a close handshake, every message parsed as JSON), as Node back ends and browsers
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
   many clients (fill, listen, notify): [--per-worker 19000] clients per process, beyond it worker processes;
           [--per-address 5000] clients per source address (127.0.0.2, .3, ...) once there are more than that
@@ -42,6 +48,8 @@ export interface CommonOptions {
   event: string | undefined;
   criteria: CriteriaMode;
   tokens: TokenMode;
+  /** raw or ws (ws-client.ts). */
+  client: ClientKind;
 }
 
 export interface HoldOptions extends CommonOptions {
@@ -87,6 +95,8 @@ export interface NotifyOptions extends CommonOptions {
   awaitReturnS: number;
   /** Dropped listeners resume their event's history (since) and drop repeats. */
   resume: boolean;
+  /** Hold calls while what the listeners have yet to read would take them longer than this (pace.ts); undefined: do not. */
+  keepWithinMs: number | undefined;
 }
 
 export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
@@ -105,6 +115,7 @@ const COMMON = {
   'per-client': { type: 'boolean', default: false },
   criteria: { type: 'string' },
   tokens: { type: 'string', default: 'both' },
+  client: { type: 'string', default: 'raw' },
   'per-worker': { type: 'string', default: '19000' },
   'per-address': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
@@ -129,6 +140,7 @@ const EXTRA = {
   notify: {
     ...RECONNECT,
     'await-return': { type: 'string', default: '0' },
+    'keep-within': { type: 'string' },
     resume: { type: 'boolean', default: false },
     clients: { type: 'string', short: 'n', default: '1000' },
     'connect-rate': { type: 'string', default: '2000' },
@@ -184,6 +196,7 @@ function common(values: Values, httpBase: string, event: string | undefined, def
     event,
     criteria,
     tokens,
+    client: oneOf(values.client, 'client', CLIENT_KINDS),
   };
 }
 
@@ -295,6 +308,7 @@ function notify(args: string[]): NotifyOptions {
     ...addressing(values, number(values, 'clients', 1), values.reconnect === true || awaitReturnS > 0 || values.resume === true),
     awaitReturnS,
     resume: values.resume === true,
+    keepWithinMs: values['keep-within'] === undefined ? undefined : number(values, 'keep-within', 1),
   };
 }
 

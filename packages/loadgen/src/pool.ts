@@ -5,7 +5,8 @@
 import { EmitTallies } from './emit-tallies.ts';
 import { Histogram } from './histogram.ts';
 import { clockMs, sentAtOf } from './frames.ts';
-import { LoadClient, type ClientObserver, type ClientOptions, type HistoryOutcome } from './load-client.ts';
+import type { ClientKind, ClientObserver, ClientOptions, HistoryOutcome, LoadClient } from './load-client.ts';
+import { newClient } from './ws-client.ts';
 import { Reconnector, type ReconnectHost, type ReconnectPolicy } from './reconnect.ts';
 import { planClient, type Roster } from './roster.ts';
 import { PHASES, type Phase, type PoolSnapshot } from './snapshot.ts';
@@ -27,6 +28,8 @@ export interface PoolSpec {
   tallyEmits: boolean;
   /** Clients resume an event's history when they come back, and drop repeats (notify --resume; load-client.ts). */
   resume?: boolean;
+  /** --client: raw (default) or ws (ws-client.ts). */
+  client?: ClientKind;
 }
 
 /**
@@ -114,7 +117,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   #clientOptions(index: number): ClientOptions {
     const localAddress = sourceAddress(index, this.#spec.perAddress);
     let options = this.#options.get(localAddress);
-    if (!options) this.#options.set(localAddress, (options = { localAddress, timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume }));
+    if (!options) this.#options.set(localAddress, (options = { localAddress, timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume, kind: this.#spec.client }));
     return options;
   }
 
@@ -137,7 +140,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
 
   #startNext(): void {
     const index = this.#spec.first + this.#clients.length;
-    const client = new LoadClient(index, planClient(this.#spec.roster, index), this, this.#clientOptions(index));
+    const client = newClient(index, planClient(this.#spec.roster, index), this, this.#clientOptions(index));
     this.#clients.push(client);
     if (this.#firstStartAt === 0) this.#firstStartAt = clockMs();
     client.start();

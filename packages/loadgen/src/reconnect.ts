@@ -13,7 +13,8 @@ import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
 import { ErrorCode } from '@herald/protocol';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
-import { LoadClient, type ClientObserver, type ClientOptions, type HistoryOutcome } from './load-client.ts';
+import type { ClientObserver, ClientOptions, HistoryOutcome, LoadClient } from './load-client.ts';
+import { newClient } from './ws-client.ts';
 import { count, type ReportBody } from './report.ts';
 import type { PoolSnapshot } from './snapshot.ts';
 import { seriesFrom } from './timeline.ts';
@@ -74,7 +75,7 @@ export class Reconnector implements ClientObserver {
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
       // It resumes from where the dropped one was (with --resume; else it has no position).
-      const attempt = new LoadClient(previous.index, previous.plan, this, this.#options(previous.index), previous.position);
+      const attempt = newClient(previous.index, previous.plan, this, this.#options(previous.index), previous.position);
       this.#attempts.add(attempt);
       attempt.start();
     }, delayMs);

@@ -104,6 +104,8 @@ export const ErrorCode = {
   TABLE_FORBIDDEN: 'TABLE_FORBIDDEN',
   RATE_LIMITED: 'RATE_LIMITED',
   UNAVAILABLE: 'UNAVAILABLE',
+  /** The node has more on its way to its clients than its bound (emit.maxBacklogBytes): retry after Retry-After. */
+  OVERLOADED: 'OVERLOADED',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

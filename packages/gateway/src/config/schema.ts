@@ -87,6 +87,24 @@ const websocket = z
   })
   .strict();
 
+const emit = z
+  .object({
+    /**
+     * Bytes on their way to this node's sockets (written and not yet passed to the kernel, and fan-outs still to
+     * write) past which an emit is refused (503 OVERLOADED, Retry-After) or waits (whenBacklogged). At least twice
+     * websocket.maxBufferedBytes: one client that does not read holds up to that much before it is shed, and must not
+     * alone hold the node's emits back. Default 16 MiB (docs/configuration.md: how it was chosen).
+     */
+    maxBacklogBytes: z.number().int().min(64 * 1024).default(16 * 1024 * 1024),
+    /**
+     * What an emit meets past the bound. refuse (default): 503 OVERLOADED with Retry-After, nothing published. wait:
+     * published, and answered once the fan-outs this node began before it are handed to its sockets and the backlog is
+     * within the bound again, so that a back end that awaits each call is paced by the node.
+     */
+    whenBacklogged: z.enum(['refuse', 'wait']).default('refuse'),
+  })
+  .strict();
+
 const auth = z
   .object({
     /** HS256 secret, at least 16 characters. No default: config/default.yaml ships a development one. */
@@ -413,6 +431,7 @@ export const configSchema = z
     userPath: name,
     server: server.prefault({}),
     websocket: websocket.prefault({}),
+    emit: emit.prefault({}),
     /** Absent: the in-process broker (a fleet of one). */
     redis: redis.optional(),
     canary: canary.prefault({}),
@@ -431,10 +450,15 @@ export const configSchema = z
     /** Connect and disconnect webhooks to the back end; absent: none. */
     webhooks: webhooks.optional(),
   })
-  .strict();
+  .strict()
+  .refine((c) => c.emit.maxBacklogBytes >= 2 * c.websocket.maxBufferedBytes, {
+    message: 'must be at least twice websocket.maxBufferedBytes (one slow client alone must not hold every emit back)',
+    path: ['emit', 'maxBacklogBytes'],
+  });
 
 export type Config = z.infer<typeof configSchema>;
 export type EventConfig = Config['events'][string];
+export type EmitConfig = Config['emit'];
 export type HistoryConfig = NonNullable<EventConfig['history']>;
 export type TokenGeneratorConfig = Config['tokenGenerators'][string];
 export type InstanceConfig = Config['instances'][string];

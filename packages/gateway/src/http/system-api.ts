@@ -3,6 +3,8 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import { API_TOKEN_HEADER, emitPath, isRecord, MAX_JSON_DEPTH, nestedDeeperThan, tokenPath } from '@herald/protocol';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import type { Broker } from '../broker/broker.ts';
+import type { EmitConfig } from '../config/schema.ts';
+import type { DeliveryBacklog } from '../hub/backlog.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
@@ -17,7 +19,13 @@ export interface SystemApiOptions {
   catalogue: EventCatalogue;
   broker: Broker;
   metrics: Metrics;
+  /** The hub's: what an emit checks before it is taken, and what a waiting one waits for. */
+  backlog: DeliveryBacklog;
+  whenBacklogged: EmitConfig['whenBacklogged'];
 }
+
+/** Seconds a refused emit is told to wait: the backlog drains at the clients' pace, within a second or so. */
+const OVERLOADED_RETRY_AFTER_S = 1;
 
 const credentials = {
   type: 'object',
@@ -130,13 +138,18 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void
 }
 
 /** One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. */
-function emitter({ catalogue, broker, metrics }: SystemApiOptions) {
+function emitter({ catalogue, broker, metrics, backlog, whenBacklogged }: SystemApiOptions) {
+  const waits = whenBacklogged === 'wait';
   return async (apiUser: ApiUser, { name, eventData }: EmitBody) => {
     // Deeper than this, serialising it for a client or another node would overflow the stack mid fan-out.
     if (nestedDeeperThan(eventData, MAX_JSON_DEPTH)) {
       throw new GatewayError('BAD_REQUEST', `eventData nests deeper than ${MAX_JSON_DEPTH} levels`);
     }
     catalogue.forEmit(name, apiUser);
+    if (!waits && backlog.over) {
+      metrics.emitsRefused.inc({ reason: 'backlog' });
+      throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
+    }
     metrics.emits.inc({ event: name });
     let nodes: number;
     try {
@@ -146,6 +159,8 @@ function emitter({ catalogue, broker, metrics }: SystemApiOptions) {
       throw error;
     }
     metrics.publishes.inc(nodes);
+    // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
+    if (waits) await backlog.settled();
     return ok({ name, nodes });
   };
 }

@@ -16,8 +16,10 @@ import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
+import { DeliveryBacklog } from './backlog.ts';
+import { FanOuts } from './fan-out.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
-import { textFrame } from '../wire/frames.ts';
+import { CoalescedWrites, textFrame } from '../wire/frames.ts';
 import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
 import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
@@ -91,6 +93,8 @@ export interface HubOptions {
   maxSubscriptionsPerConnection: number;
   maxBufferedBytes: number;
   fanOutChunk: number;
+  /** emit.maxBacklogBytes: the delivery backlog's bound. */
+  maxBacklogBytes: number;
 }
 
 export class Hub {
@@ -98,6 +102,11 @@ export class Hub {
   readonly #events = new Map<string, Map<string, Shape>>();
   readonly #options: HubOptions;
   readonly #metrics: Metrics;
+  /** Bytes on their way to this node's sockets: what an emit checks before it is taken. */
+  readonly backlog: DeliveryBacklog;
+  /** Notifications to one client within a turn of the event loop leave in one system call. */
+  readonly #out: CoalescedWrites;
+  readonly #fanOuts: FanOuts;
   readonly #resumes: Resumes;
   /** What every route of an event with history asks of the hub. */
   readonly #routeHistories: RouteHistoryHost<LocalRouteWithHistory>;
@@ -106,6 +115,15 @@ export class Hub {
     this.#options = options;
     this.#metrics = options.metrics;
     const metrics = options.metrics;
+    this.backlog = new DeliveryBacklog(options.maxBacklogBytes);
+    this.#out = new CoalescedWrites(this.backlog);
+    this.#fanOuts = new FanOuts({
+      metrics,
+      contain: options.contain,
+      backlog: this.backlog,
+      chunk: options.fanOutChunk,
+      send: (session, frame) => this.send(session, frame, 'notification'),
+    });
     this.#routeHistories = {
       read: (localRoute, range) => options.broker.history(localRoute.route, range),
       // Called from a history read's settlement too, where a throw would be an unhandled rejection: contained here.
@@ -227,7 +245,7 @@ export class Hub {
     } catch (error) {
       return this.#options.contain('fan_out', error);
     }
-    if (matched.length > 0) this.#fanOut(this.#writes(matched, eventData), start);
+    if (matched.length > 0) this.#fanOuts.run(this.#fanOuts.writes(matched, eventData), start);
   }
 
   /**
@@ -246,7 +264,7 @@ export class Hub {
       this.shed(session);
       return false;
     }
-    session.send(frame);
+    session.send(frame, this.#out);
     return true;
   }
 
@@ -399,7 +417,7 @@ export class Hub {
     } catch (error) {
       return this.#options.contain('fan_out', error);
     }
-    if (plain.length > 0) this.#fanOut(this.#writes(plain, eventData), start);
+    if (plain.length > 0) this.#fanOuts.run(this.#fanOuts.writes(plain, eventData), start);
   }
 
   /** The route's next entry, to the sessions it has now, after the entries before it. */
@@ -411,17 +429,25 @@ export class Hub {
     }
     if (sends.length === 0) return;
     localRoute.backlog.push({ position, sends });
+    this.backlog.fanOutBytes += bytesOf(sends);
     if (localRoute.sending) return;
     localRoute.sending = true;
-    this.#fanOut(this.#backlogWrites(localRoute), performance.now());
+    this.#fanOuts.run(this.#backlogWrites(localRoute), performance.now());
   }
 
-  /** Ends with the route free to send again, also when a contained throw ends it early (the rest stays queued). */
+  /**
+   * Ends with the route free to send again, also when a contained throw ends it early (the rest stays queued). Each
+   * entry's bytes were counted in the backlog when it was let through, and are taken off as they are written.
+   */
   *#backlogWrites(localRoute: LocalRouteWithHistory): Generator<boolean> {
+    let unwritten = 0;
     try {
       for (let next = localRoute.backlog.shift(); next !== undefined; next = localRoute.backlog.shift()) {
+        unwritten = bytesOf(next.sends);
         for (const { subscription, frame, sessions } of next.sends) {
           for (const session of sessions) {
+            unwritten -= frame.length;
+            this.backlog.fanOutBytes -= frame.length;
             yield this.#resumes.size > 0 && this.#resumes.offer(session, subscription, frame, next.position)
               ? false
               : this.send(session, frame, 'notification');
@@ -429,6 +455,7 @@ export class Hub {
         }
       }
     } finally {
+      this.backlog.fanOutBytes -= unwritten;
       localRoute.sending = false;
     }
   }
@@ -456,45 +483,18 @@ export class Hub {
     void this.#options.broker.removeRoute(route);
   }
 
-  /**
-   * One write per recipient, yielding whether the frame went out; each subscription's frame is encoded once,
-   * with its select applied once.
-   */
-  *#writes(matched: Subscription[], eventData: Record<string, unknown>): Generator<boolean> {
-    let fullJson: string | undefined;
-    for (const { eventId, eventType, getEventData, select, sessions } of matched) {
-      let json: string | undefined;
-      if (getEventData) json = select ? JSON.stringify(project(eventData, select)) : (fullJson ??= JSON.stringify(eventData));
-      const frame = textFrame(encodeNotification(eventId, eventType, json));
-      for (const session of membersOf(sessions)) yield this.send(session, frame, 'notification');
-    }
-  }
-
-  /** Counting per chunk, not per frame: a counter update per recipient would cost more than the write's JS. */
-  #fanOut(writes: Generator<boolean>, start: number): void {
-    let sent = 0;
-    try {
-      for (let step = 0; step < this.#options.fanOutChunk; step++) {
-        const next = writes.next();
-        if (next.done) {
-          this.#metrics.fanOutSeconds.observe((performance.now() - start) / 1000);
-          return this.#metrics.notificationsOut.inc(sent);
-        }
-        if (next.value) sent++;
-      }
-    } catch (error) {
-      this.#metrics.notificationsOut.inc(sent);
-      return this.#options.contain('fan_out', error);
-    }
-    this.#metrics.notificationsOut.inc(sent);
-    setImmediate(() => this.#fanOut(writes, start));
-  }
-
   /** Close a client that does not read fast enough, before its unsent data (or what is held for it) grows the node's memory. */
   shed(session: Session): void {
     this.close(session);
     session.socket.close(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
   }
+}
+
+/** The bytes an entry of a route's history will write: its frame once per session. */
+function bytesOf(sends: Outgoing['sends']): number {
+  let bytes = 0;
+  for (const { frame, sessions } of sends) bytes += frame.length * sessions.length;
+  return bytes;
 }
 
 /** The reply's entry: the entry as the node understood it, without `since`, and its eventId. */

@@ -2,7 +2,7 @@
 import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
 import { findIn, sizeOf, type OneOrMany } from './one-or-many.ts';
-import { coalescedWrites } from '../wire/frames.ts';
+import type { CoalescedWrites } from '../wire/frames.ts';
 import type { Subscription } from './hub.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
@@ -61,10 +61,11 @@ export class Session {
 
   /**
    * Write a whole frame (wire/frames.ts) to the socket; it leaves with the other frames written to it in this turn of
-   * the event loop. Hub.send checks the send bound before it calls this.
+   * the event loop (`writes`: the hub's, which counts them in its delivery backlog). Hub.send checks the send bound
+   * before it calls this.
    */
-  send(frame: Buffer): void {
-    coalescedWrites.write(this.socket, frame);
+  send(frame: Buffer, writes: CoalescedWrites): void {
+    writes.write(this.socket, frame);
   }
 
   get subscriptionCount(): number {

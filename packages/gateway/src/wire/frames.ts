@@ -38,6 +38,12 @@ export function writeFrame(socket: WebSocket, frame: Buffer): void {
   tcpSocketOf(socket).write(frame);
 }
 
+/** Where the bytes written and not yet passed to the kernel are counted (the hub's DeliveryBacklog). */
+export interface WriteAccount {
+  written(bytes: number): void;
+  passedOn(bytes: number): void;
+}
+
 /**
  * Writes frames as writeFrame does, but holds each socket's frames until the event loop has run the I/O it has
  * at hand, then sends them in one write system call per socket (a writev). When emits come faster than one per
@@ -45,9 +51,20 @@ export function writeFrame(socket: WebSocket, frame: Buffer): void {
  * written alone leaves at the end of the same turn (the check phase), so the wait is the rest of that turn.
  * Corking keeps order: every later write to the socket, ws's own included, queues behind the held frames. A
  * socket corked by another owner (the upgrade, until CONNECTED is written) is left to that owner's uncork.
+ *
+ * Each frame is counted in `account` until its stream calls back: once it has passed it to the kernel, or dropped
+ * it (a stream destroyed calls back every write it held).
  */
 export class CoalescedWrites {
+  readonly #account: WriteAccount;
   #held: Socket[] = [];
+  /** The callback of the last frame written: a fan-out writes one frame to many sockets, and makes one callback. */
+  #lastFrame: Buffer | undefined;
+  #lastPassedOn: () => void = () => {};
+
+  constructor(account: WriteAccount) {
+    this.#account = account;
+  }
 
   write(socket: WebSocket, frame: Buffer): void {
     const tcp = tcpSocketOf(socket);
@@ -55,7 +72,14 @@ export class CoalescedWrites {
       tcp.cork();
       if (this.#held.push(tcp) === 1) setImmediate(this.#flush);
     }
-    tcp.write(frame);
+    if (frame !== this.#lastFrame) {
+      const account = this.#account;
+      const bytes = frame.length;
+      this.#lastFrame = frame;
+      this.#lastPassedOn = () => account.passedOn(bytes);
+    }
+    this.#account.written(frame.length);
+    tcp.write(frame, this.#lastPassedOn);
   }
 
   /** A socket ended or destroyed meanwhile has uncorked itself already; uncork is then a no-op. */
@@ -65,6 +89,3 @@ export class CoalescedWrites {
     for (const tcp of held) tcp.uncork();
   };
 }
-
-/** The writes of every session (Session.send): one per process, as each socket's frames wait for the same turn's end. */
-export const coalescedWrites = new CoalescedWrites();

@@ -1,11 +1,9 @@
 /** The bounds that protect a node from one client: unsent data, and peers that stop answering pings. */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { get } from 'node:http';
-import type { Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { TestSocket, apiToken, emit, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
+import { rawSubscriber } from '../support/raw-ws.ts';
 
 let node: TestNode;
 let api: string;
@@ -41,38 +39,6 @@ test('a client that stops reading is closed with 1013 once its unsent data passe
   assert.deepEqual((await reader.next('NOTIFICATION')).response.eventData, { after: true });
   await reader.close();
 });
-
-interface RawClient {
-  socket: Socket;
-  readUntil(wanted: Buffer): Promise<void>;
-}
-
-/**
- * A WebSocket client on a bare TCP socket, registered for `entry`: unlike a `ws` client, nothing in it resumes
- * reading behind the test's back once it is paused.
- */
-async function rawSubscriber(target: TestNode, token: string, entry: unknown): Promise<RawClient> {
-  const request = get(`${target.http}/?x-am-authorization=${token}`, {
-    headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') },
-  });
-  const [, socket, head] = (await once(request, 'upgrade')) as [unknown, Socket, Buffer];
-  let seen = head;
-  const readUntil = async (wanted: Buffer) => {
-    while (!seen.includes(wanted)) seen = Buffer.concat([seen.subarray(-wanted.length), (await once(socket, 'data'))[0] as Buffer]);
-  };
-  await readUntil(Buffer.from('"CONNECTED"'));
-  socket.write(maskedTextFrame(JSON.stringify({ objType: 'REGISTER', onEvents: [entry] })));
-  await readUntil(Buffer.from('"validOnEvents":[{'));
-  return { socket, readUntil };
-}
-
-/** A client-to-server text frame (clients must mask), for payloads under 64 KiB. */
-function maskedTextFrame(text: string): Buffer {
-  const payload = Buffer.from(text);
-  const mask = randomBytes(4);
-  const header = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
-  return Buffer.concat([header, mask, payload.map((byte, i) => byte ^ (mask[i % 4] as number))]);
-}
 
 test('a client that does not answer pings is closed; one that answers stays', async () => {
   // A node of its own: the raw client of the test above never answers pings either.

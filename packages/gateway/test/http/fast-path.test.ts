@@ -360,7 +360,8 @@ describe('the emit fast path, fuzzed against fastify', () => {
     assert.deepEqual(fromFast, fromFastify);
   };
 
-  test('well-formed requests, pipelined and cut anywhere, are answered as fastify answers them, in order', async () => {
+  /** Well-formed calls, pipelined: any request, or an emit of the kind the fast path takes. */
+  const pipelinedCalls = () => {
     const headers = fc.array(wellFormedHeaders(tokens), { maxLength: 6 });
     const anyCall = fc.tuple(requestLines, fc.constantFrom('Host: gateway', 'host:gateway'), headers, bodies)
       .map(([line, host, more, body]) => request([line, host, ...more].join('\r\n'), body));
@@ -370,14 +371,33 @@ describe('the emit fast path, fuzzed against fastify', () => {
     // A request after one that closes the connection is Node's "data after close" error, which races with the answers
     // still due: fastify's own race again. Such a request is the last.
     const closes = (call: string): boolean => /HTTP\/1\.0|close/i.test(call.slice(0, call.indexOf('\r\n\r\n')));
-    const pipelined = fc.array(call, { minLength: 1, maxLength: 4 }).map((calls) => {
+    return fc.array(call, { minLength: 1, maxLength: 4 }).map((calls) => {
       const closing = calls.findIndex(closes);
       return closing < 0 ? calls : calls.slice(0, closing + 1);
     });
+  };
+
+  test('well-formed requests, pipelined and cut anywhere, are answered as fastify answers them, in order', async () => {
     await fc.assert(
-      fc.asyncProperty(pipelined, reads, async (calls, cut) => sameAnswers(Buffer.from(calls.join('')), cut)),
+      fc.asyncProperty(pipelinedCalls(), reads, async (calls, cut) => sameAnswers(Buffer.from(calls.join('')), cut)),
       { numRuns: FUZZ_RUNS },
     );
+  });
+
+  test('with the delivery backlog past its bound, the same: an emit that would be taken is 503 OVERLOADED with Retry-After', async () => {
+    // Both nodes' backlogs held past their bound by fan-out bytes counted and never written.
+    const held = [fast, plain].map(({ gateway }) => gateway.hub.backlog);
+    for (const backlog of held) backlog.fanOutBytes += backlog.bound + 1;
+    try {
+      const overloaded = await answersTo(fast, Buffer.from(emitRequest(tokens.valid, '{"name":"order-updates","eventData":{"recipientId":"1"}}')), [1 << 16], false);
+      assert.match(JSON.stringify(overloaded), /503[^]*Retry-After: 1[^]*OVERLOADED/i);
+      await fc.assert(
+        fc.asyncProperty(pipelinedCalls(), reads, async (calls, cut) => sameAnswers(Buffer.from(calls.join('')), cut)),
+        { numRuns: FUZZ_RUNS },
+      );
+    } finally {
+      for (const backlog of held) backlog.fanOutBytes -= backlog.bound + 1;
+    }
   });
 
   test('any one request, malformed heads and framing included, is answered as fastify answers it', async () => {

@@ -77,6 +77,7 @@ describe('Hub', () => {
       maxSubscriptionsPerConnection: 3,
       maxBufferedBytes: 1024,
       fanOutChunk: 2,
+      maxBacklogBytes: 1 << 20,
     });
     await broker.start((event, eventData, positions, json) => hub.deliver(event, eventData, positions, json));
   });

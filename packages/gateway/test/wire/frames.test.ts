@@ -6,6 +6,7 @@ import type { EventEmitter } from 'node:events';
 import type { Writable } from 'node:stream';
 import * as ws from 'ws';
 import type { WebSocket } from 'ws';
+import { DeliveryBacklog } from '../../src/hub/backlog.ts';
 import { CoalescedWrites, textFrame, writeFrame } from '../../src/wire/frames.ts';
 
 /** ws's own frame parser (exported, but not in its type declarations): what a client runs on our bytes. */
@@ -65,16 +66,20 @@ describe('CoalescedWrites', () => {
   it("holds a turn's frames for one socket and hands them to the kernel in one writev, in order, behind nothing and before later writes", async () => {
     const { server, client, close } = await socketPair();
     const calls = spyWrites(server);
-    const out = new CoalescedWrites();
+    const backlog = new DeliveryBacklog(1 << 20);
+    const out = new CoalescedWrites(backlog);
     const frames = ['one', 'two', 'three'].map(textFrame);
     for (const frame of frames) out.write(asWebSocket(server), frame);
-    assert.equal(server.writableLength, frames.reduce((sum, frame) => sum + frame.length, 0), 'held, not yet written');
+    const bytes = frames.reduce((sum, frame) => sum + frame.length, 0);
+    assert.equal(server.writableLength, bytes, 'held, not yet written');
+    assert.equal(backlog.socketBytes, bytes, 'counted in the backlog while held');
     assert.deepEqual(calls, []);
     writeFrame(asWebSocket(server), textFrame('reply'));
     const received = await readMessages(client, 4);
     assert.deepEqual(received, ['one', 'two', 'three', 'reply']);
     assert.deepEqual(calls, ['writev 4']);
     assert.equal(server.writableCorked, 0);
+    assert.equal(backlog.socketBytes, 0, 'passed to the kernel: out of the backlog');
     close();
   });
 
@@ -82,13 +87,16 @@ describe('CoalescedWrites', () => {
     const gone = await socketPair();
     const kept = await socketPair();
     const [goneCalls, keptCalls] = [spyWrites(gone.server), spyWrites(kept.server)];
-    const out = new CoalescedWrites();
+    const backlog = new DeliveryBacklog(1 << 20);
+    const out = new CoalescedWrites(backlog);
     out.write(asWebSocket(gone.server), textFrame('lost'));
     out.write(asWebSocket(kept.server), textFrame('kept'));
     gone.server.destroy();
     assert.deepEqual(await readMessages(kept.client, 1), ['kept']);
     assert.deepEqual(goneCalls, []);
     assert.deepEqual(keptCalls, ['write']);
+    await new Promise(setImmediate);
+    assert.equal(backlog.socketBytes, 0, "the destroyed socket's frame is out of the backlog too");
     gone.close();
     kept.close();
   });

@@ -5,7 +5,8 @@
  * (-w) are not counted.
  */
 import { Histogram } from '../histogram.ts';
-import { LoadClient, type ClientObserver } from '../load-client.ts';
+import type { ClientKind, ClientObserver, LoadClient } from '../load-client.ts';
+import { newClient } from '../ws-client.ts';
 import type { ChurnOptions } from '../options.ts';
 import { prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
@@ -26,14 +27,16 @@ class Churn implements ClientObserver {
   readonly measureFrom: number;
   readonly #roster: Roster;
   readonly #timeoutMs: number;
+  readonly #kind: ClientKind;
   #next = 0;
   #stopAt = 0;
   #running = 0;
   #done: (() => void) | undefined;
 
-  constructor(roster: Roster, timeoutMs: number, warmupS: number) {
+  constructor(roster: Roster, timeoutMs: number, warmupS: number, kind: ClientKind) {
     this.#roster = roster;
     this.#timeoutMs = timeoutMs;
+    this.#kind = kind;
     this.measureFrom = performance.now() + warmupS * 1000;
   }
 
@@ -52,7 +55,7 @@ class Churn implements ClientObserver {
     }
     const index = this.#next++;
     this.#running++;
-    new LoadClient(index, planClient(this.#roster, index), this, { timeoutMs: this.#timeoutMs }).start();
+    newClient(index, planClient(this.#roster, index), this, { timeoutMs: this.#timeoutMs, kind: this.#kind }).start();
   }
 
   #cycleEnded(): void {
@@ -93,7 +96,7 @@ class Churn implements ClientObserver {
 
 export async function churn(options: ChurnOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
-  const churn = new Churn(roster, options.timeoutMs, options.warmupS);
+  const churn = new Churn(roster, options.timeoutMs, options.warmupS, options.client);
   const clients = new RateSamples();
   clients.begin(0, churn.measureFrom);
   const progress = new Progress(options.quiet);

@@ -17,11 +17,18 @@ import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
 import { EmitTallies } from '../emit-tallies.ts';
+import { DeliveryPace } from '../pace.ts';
 import { addReconnect } from '../reconnect.ts';
 import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
 import type { ClientGroup } from '../pool.ts';
 import { clientGroup } from '../worker-pools.ts';
+
+/**
+ * A notification counts in `notificationsOnTimePerSecond` when it arrived within this long of its emit: the figure of
+ * a run that a growing queue (emits taken faster than they are delivered) cannot raise.
+ */
+export const ON_TIME_MS = 1000;
 
 interface Audience {
   recipients: string[];
@@ -61,8 +68,8 @@ async function awaitReturn(latest: () => PoolSnapshot | undefined, seconds: numb
   }
 }
 
-function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number): Emitter {
-  return new Emitter({
+function emitter(options: NotifyOptions, apiToken: string, audience: Audience, durationS: number, pace: DeliveryPace | undefined): Emitter {
+  const made: Emitter = new Emitter({
     httpBase: options.tokenApi.httpBase,
     userPath: options.tokenApi.userPath,
     apiToken,
@@ -73,7 +80,9 @@ function emitter(options: NotifyOptions, apiToken: string, audience: Audience, d
     recipients: audience.recipients,
     weights: audience.weights,
     timeoutMs: options.timeoutMs,
+    hold: pace && (() => pace.holds(made.stats.expected)),
   });
+  return made;
 }
 
 export async function notify(options: NotifyOptions, signal?: AbortSignal): Promise<CommandResult> {
@@ -81,12 +90,13 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
   // Paced broadcasts are told apart at the listeners, so that each one's last told can be reported.
   const tallyEmits = options.broadcast && options.rate !== undefined;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume }, options.perWorker);
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume, client: options.client }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();
   let running: Emitter | undefined;
   let latest: PoolSnapshot | undefined;
+  const pace = options.keepWithinMs === undefined ? undefined : new DeliveryPace(group, options.keepWithinMs);
   progress.start(async (elapsedS) => {
     const snapshot = (latest = await group.snapshot());
     const away = reconnect ? `, ${count(snapshot.dropped)} dropped, ${count(snapshot.dropped - snapshot.back)} away` : '';
@@ -102,12 +112,14 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const audience = audienceOf(listeners, options.broadcast);
     if (audience.weights.every((weight) => weight === 0)) throw new Error(`no listener is ready: ${JSON.stringify(listeners.failures)}`);
     if (options.awaitReturnS > 0) await awaitReturn(() => latest, options.awaitReturnS, signal);
+    pace?.start();
     if (options.warmupS > 0 && !signal?.aborted) {
-      const warm = await emitter(options, roster.apiToken, audience, options.warmupS).run(signal);
+      const warm = await emitter(options, roster.apiToken, audience, options.warmupS, pace).run(signal);
       await drain(group, warm.expected, options.graceS);
       await group.resetDelivery();
+      pace?.start();
     }
-    const measured = emitter(options, roster.apiToken, audience, options.durationS);
+    const measured = emitter(options, roster.apiToken, audience, options.durationS, pace);
     const emitStart = clockMs();
     emits.begin(0, performance.now());
     notifications.begin(0, performance.now());
@@ -115,6 +127,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     const stats = await measured.run(signal);
     // The figures per second are the emitter's seconds: the wait for stragglers would add empty ones.
     running = undefined;
+    pace?.stop();
     const final = await drain(group, stats.expected, options.graceS);
     progress.stop();
     // Every client goes at once in `finally`, right after this: the bench times what the node does from here.
@@ -122,6 +135,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
     return result(options, listeners, final, stats, emitStart, { emits, notifications }, leftAt);
   } finally {
     progress.stop();
+    pace?.stop();
     await group.close();
   }
 }
@@ -140,13 +154,17 @@ function result(
   const deliveryS = final.lastReceivedAt > emitStart ? (final.lastReceivedAt - emitStart) / 1000 : emitS;
   const errors = Object.values(stats.errors).reduce((sum, n) => sum + n, 0);
   const missing = Math.max(0, stats.expected - final.received);
-  const pace = options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`;
+  const delivery = Histogram.from(final.delivery);
+  const onTime = delivery.countAtMost(ON_TIME_MS);
+  const held = options.keepWithinMs === undefined ? '' : `, held to ${count(options.keepWithinMs)} ms of reading outstanding`;
+  const pace = `${options.rate === undefined ? 'unpaced' : `${count(options.rate)}/s`}${held}`;
   const failures = { ...listeners.failures, ...Object.fromEntries(Object.entries(stats.errors).map(([k, v]) => [`emit ${k}`, v])) };
   const summary = [
     `${count(listeners.ready)} of ${count(options.clients)} listeners ready (${count(listeners.failed)} failed, ${count(final.dropped)} dropped)`,
     `${options.broadcast ? 'broadcast' : 'one recipient each'}, ${options.connections} connections, ${pace}: ${count(stats.ok)} emits answered 2xx in ` +
-      `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx, ${count(errors)} errors`,
+      `${emitS.toFixed(1)} s (${count(stats.ok / emitS)}/s), ${count(stats.non2xx)} non-2xx (${count(stats.refused)} refused 503), ${count(errors)} errors`,
     `${count(stats.expected)} notifications expected, ${count(final.received)} received (${count(final.received / deliveryS)}/s), ${count(missing)} missing`,
+    `${count(onTime)} within ${ON_TIME_MS} ms of their emit (${count(onTime / deliveryS)}/s)`,
   ];
   const body: ReportBody = {
     command: 'notify',
@@ -155,12 +173,12 @@ function result(
     options: publicOptions(options),
     counts: {
       listeners: options.clients, listenersReady: listeners.ready, listenersFailed: listeners.failed, listenersDropped: final.dropped,
-      emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitErrors: errors,
-      expected: stats.expected, received: final.received, timed: final.timed, missing, extra: Math.max(0, final.received - stats.expected),
+      emitsSent: stats.sent, emitsOk: stats.ok, emitsNon2xx: stats.non2xx, emitsRefused: stats.refused, emitErrors: errors,
+      expected: stats.expected, received: final.received, timed: final.timed, onTime, missing, extra: Math.max(0, final.received - stats.expected),
     },
     failures,
-    rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS },
-    latency: { delivery: Histogram.from(final.delivery).summary(), http: stats.latency.summary() },
+    rates: { emitsPerSecond: stats.ok / emitS, notificationsPerSecond: final.received / deliveryS, notificationsOnTimePerSecond: onTime / deliveryS },
+    latency: { delivery: delivery.summary(), http: stats.latency.summary() },
     perSecond: { emits: samples.emits.summary(), notifications: samples.notifications.summary() },
     leftAt,
   };
