@@ -155,6 +155,11 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       help: "Routes of dead nodes this node removed from Redis",
       registers,
     }),
+    sweepsDeferred: new Counter({
+      name: 'herald_broker_sweeps_deferred_total',
+      help: 'Sweeps this node skipped because its own heartbeat ran late (a starved machine runs every timer late, so lapsed leases there prove nothing)',
+      registers,
+    }),
     brokerWriteFailures: new Counter({
       name: 'herald_broker_write_failures_total',
       help: 'Registry writes that failed (repaired by the next resync)',

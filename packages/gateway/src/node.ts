@@ -236,6 +236,7 @@ export class Gateway {
           metrics.sweptRoutes.inc(routes);
           log.warn({ deadNodeId, routes }, 'swept the routes of a dead node');
         },
+        sweepDeferred: () => metrics.sweepsDeferred.inc(),
         writeFailed: (error) => {
           metrics.brokerWriteFailures.inc();
           if (!this.#redisLost) log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');

@@ -123,6 +123,8 @@ export interface BrokerObserver {
   resynced(routes: number): void;
   /** This node removed a dead node's routes. */
   swept(deadNodeId: string, routes: number): void;
+  /** This node judged no one dead this round: its own heartbeat ran late, so its clock of others' is not to be trusted. */
+  sweepDeferred(): void;
   /** A registry write failed; a resync will repair it. */
   writeFailed(error: Error): void;
   /**

@@ -12,7 +12,7 @@ import { routeOf } from '../../src/events/routing.ts';
 import { until } from '../support/fleet.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 
-const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
+const quiet: BrokerObserver = { resynced() {}, swept() {}, sweepDeferred() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
 const HISTORIES: Histories = new Map([['kept', { size: 10, ttlSeconds: 1, positionTtlSeconds: 60, maxReplay: 10 }]]);
 
 let redis: RedisServer;

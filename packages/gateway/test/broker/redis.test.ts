@@ -3,6 +3,7 @@
  * one route bucket count per fleet.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { BrokerObserver, DeliveryHandler } from '../../src/broker/broker.ts';
@@ -25,6 +26,7 @@ function watcher() {
   const observer: BrokerObserver = {
     resynced: () => fire('resynced'),
     swept: () => fire('swept'),
+    sweepDeferred: () => fire('sweepDeferred'),
     writeFailed: () => fire('writeFailed'),
     leanReads() {},
     undeliverable: () => fire('undeliverable'),
@@ -33,7 +35,7 @@ function watcher() {
     redisLost() {},
     redisBack() {},
   };
-  const next = (kind: 'resynced' | 'swept' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
+  const next = (kind: 'resynced' | 'swept' | 'sweepDeferred' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };
 }
 
@@ -106,6 +108,24 @@ describe('on one redis-server', () => {
     assert.equal(await redis.cli('smembers', keys.shapeNodes('order-updates', 'recipientId')), 'survivor');
     assert.equal(await survivor.publish('order-updates', { recipientId: 'alone' }), 0);
     assert.equal(await survivor.publish('order-updates', { recipientId: 'shared' }), 1);
+    await survivor.close();
+  });
+
+  test("a survivor whose own heartbeat ran late sweeps no one until it has beaten again: a starved machine's lapsed leases prove nothing", async () => {
+    const keys = keyspace('starved');
+    const { observer, next } = watcher();
+    const survivor = broker({ target: { url: redis.url }, nodeId: 'survivor', observer, keyPrefix: 'starved', routeBuckets: 1 });
+    await survivor.start(() => {});
+    const order: string[] = [];
+    const deferred = next('sweepDeferred').then(() => order.push('deferred'));
+    const swept = next('swept').then(() => order.push('swept'));
+    // The event loop held past two heartbeats (500 ms each with this lease), as on a machine with no CPU to spare;
+    // meanwhile another node's lease lapses. Once the loop runs, the survivor's first sweep is its timer's, late.
+    const heldUntil = Date.now() + 1300;
+    execFileSync('redis-cli', ['-p', String(redis.port), 'zadd', keys.nodes, String(Date.now() - 60_000), 'slow-node']);
+    while (Date.now() < heldUntil);
+    await Promise.all([deferred, swept]);
+    assert.deepEqual(order, ['deferred', 'swept'], 'swept only after a heartbeat of its own');
     await survivor.close();
   });
 

@@ -7,7 +7,7 @@ import type { RedisTarget } from '../../src/broker/redis/connection.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
 import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
-const quiet: BrokerObserver = { resynced() {}, swept() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
+const quiet: BrokerObserver = { resynced() {}, swept() {}, sweepDeferred() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
 
 /**
  * Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. Two route buckets:

@@ -27,6 +27,8 @@ export class Lease {
   readonly #timers: NodeJS.Timeout[] = [];
   #stale = true;
   #beating: Promise<void> | undefined;
+  /** When this node's last heartbeat was written: how late its own timers run. */
+  #beatAt = 0;
 
   constructor(options: LeaseOptions) {
     this.#options = options;
@@ -42,9 +44,9 @@ export class Lease {
   }
 
   async start(): Promise<void> {
-    const { leaseMs, sweepIntervalMs, connection } = this.#options;
+    const { sweepIntervalMs, connection } = this.#options;
     await this.heartbeat();
-    this.#every(Math.max(100, Math.floor(leaseMs / 3)), () => this.heartbeat());
+    this.#every(this.#heartbeatMs(), () => this.heartbeat());
     this.#every(sweepIntervalMs, () => this.sweep());
     // Redis came back (maybe empty): check at once rather than at the next heartbeat.
     connection.onReady(() => void this.heartbeat());
@@ -73,6 +75,7 @@ export class Lease {
     // XX CH answers 0 when our entry is gone: Redis lost it, or a sweeper removed us.
     const present = (await redis.zadd(keys.nodes, 'XX', 'CH', Date.now(), nodeId)) === 1;
     if (present && !this.#stale) {
+      this.#beatAt = Date.now();
       await shapes.publishAll(nodeId);
       return;
     }
@@ -80,12 +83,21 @@ export class Lease {
     await redis.zadd(keys.nodes, Date.now(), nodeId);
     const routes = await this.#options.resync();
     this.#stale = false;
+    this.#beatAt = Date.now();
     observer.resynced(routes);
   }
 
-  /** Find nodes whose lease expired and sweep each one that no other survivor is sweeping. */
+  /**
+   * Find nodes whose lease expired and sweep each one that no other survivor is sweeping. Not while this node's own
+   * heartbeat is older than two of its intervals: on a starved machine every node's timers run late, and live nodes'
+   * leases lapse together; sweeping them would strip the routes of nodes that are only slow.
+   */
   async sweep(): Promise<void> {
     const { connection, keys, nodeId, leaseMs, observer, routes } = this.#options;
+    if (Date.now() - this.#beatAt > 2 * this.#heartbeatMs()) {
+      observer.sweepDeferred();
+      return;
+    }
     const redis = connection.commands;
     try {
       const dead = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs);
@@ -116,6 +128,10 @@ export class Lease {
     await redis.hdel(keys.status, nodeId);
     await redis.zrem(keys.nodes, nodeId);
     return stripped.length;
+  }
+
+  #heartbeatMs(): number {
+    return Math.max(100, Math.floor(this.#options.leaseMs / 3));
   }
 
   #every(ms: number, tick: () => Promise<void>): void {
