@@ -10,10 +10,10 @@ import type { HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
-import { canaryFrame, canaryText, isCanary } from './canary.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
-import { ControlChannel, controlText, isControlMessage } from './control.ts';
+import { ControlChannel } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
+import { Marker, markedFrame, markedText, markerOf } from './markers.ts';
 import { RedisHistories } from './history.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
@@ -270,7 +270,7 @@ export class RedisBroker implements Broker {
   }
 
   sendCanary(nodeId: string, canary: string): Promise<void> {
-    return reachable(this.#connection.commands.spublish(this.#keys.channel(nodeId), canaryFrame(canary)).then(() => {}));
+    return reachable(this.#connection.commands.spublish(this.#keys.channel(nodeId), markedFrame(Marker.canary, canary)).then(() => {}));
   }
 
   putStatus(record: string): Promise<void> {
@@ -301,13 +301,14 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * A message is `<event>\n<eventData JSON>`, a control message (control.ts), or a canary (canary.ts); anything else on the channel (not
+   * A message is `<event>\n<eventData JSON>`, a control message or a canary (markers.ts); anything else on the channel (not
    * ours, or damaged) is dropped, counted.
    */
   #receive(message: Buffer): void {
     try {
-      if (isControlMessage(message)) return this.#onControl(controlText(message));
-      if (isCanary(message)) return this.#onCanary(canaryText(message));
+      const marker = markerOf(message);
+      if (marker === Marker.control) return this.#onControl(markedText(message));
+      if (marker === Marker.canary) return this.#onCanary(markedText(message));
       if (this.#historyEmits.receive(message)) return;
       const newline = message.indexOf(10);
       if (newline < 0) throw new Error('a message on the node channel has no event line');

@@ -1,8 +1,6 @@
 /**
  * Control messages and revocations in Redis. A control message goes on the same sharded channel as the emits for
- * its node (`gw:node:{<nodeId>}`), so one node's messages keep their order, marked by a first byte 0x00: an emit is
- * `<event>\n<eventData JSON>`, and an event name is never empty nor starts with a NUL (`[A-Za-z0-9_.-]`, or a
- * table's `SCHEMA_POST_BULK_INSERT:…`). History messages take a marker byte of their own.
+ * its node (`gw:node:{<nodeId>}`), so one node's messages keep their order, marked by its first byte (markers.ts).
  *
  * The live nodes are those of the lease's sorted set `gw:{nodes}` whose heartbeat is younger than the lease: a node
  * that stopped beating is not sent anything, even before a survivor sweeps it. Revocations are one sorted set,
@@ -12,18 +10,7 @@
 import type { Revocation } from '../broker.ts';
 import type { Connection } from './connection.ts';
 import type { Keyspace } from './keys.ts';
-
-/** The first byte of a control message on a node's channel. */
-export const CONTROL_MARKER = 0x00;
-
-export function isControlMessage(message: Buffer): boolean {
-  return message.length > 0 && message[0] === CONTROL_MARKER;
-}
-
-/** The text of a control message read from the channel. */
-export function controlText(message: Buffer): string {
-  return message.toString('utf8', 1);
-}
+import { Marker, markedFrame } from './markers.ts';
 
 export interface ControlChannelOptions {
   connection: Connection;
@@ -50,13 +37,13 @@ export class ControlChannel {
 
   async broadcast(message: string): Promise<string[]> {
     const nodes = await this.liveNodes();
-    const framed = frame(message);
+    const framed = markedFrame(Marker.control, message);
     await Promise.all(nodes.map((nodeId) => this.#send(nodeId, message, framed)));
     return nodes;
   }
 
   sendTo(nodeId: string, message: string): Promise<void> {
-    return this.#send(nodeId, message, frame(message));
+    return this.#send(nodeId, message, markedFrame(Marker.control, message));
   }
 
   async revoke(subject: string, revokedAt: number, keepMs: number): Promise<void> {
@@ -77,11 +64,4 @@ export class ControlChannel {
     if (nodeId === this.#options.nodeId) return this.#options.deliverHere(message);
     await this.#options.connection.commands.spublish(this.#options.keys.channel(nodeId), framed);
   }
-}
-
-function frame(message: string): Buffer {
-  const framed = Buffer.allocUnsafe(1 + Buffer.byteLength(message));
-  framed[0] = CONTROL_MARKER;
-  framed.write(message, 1);
-  return framed;
 }
