@@ -84,6 +84,18 @@ describe('on one redis-server', () => {
   });
   after(() => redis.stop());
 
+  /** A node holding one person's route (its events watched, its deliveries in an inbox) and a node to emit from, both started. */
+  async function holderAndEmitter(holderId: string, emitterId: string, recipientId: string) {
+    const a = watcher();
+    const holder = broker({ target: { url: redis.url }, nodeId: holderId, observer: a.observer });
+    const emitter = broker({ target: { url: redis.url }, nodeId: emitterId, observer: watcher().observer });
+    const received = inbox();
+    await holder.start(received.handler);
+    await emitter.start(() => {});
+    await holder.addRoute(routeOf('order-updates', { recipientId }));
+    return { a, holder, emitter, received };
+  }
+
   test('a dead node (lease expired) is swept by a survivor: only its id leaves the buckets it shared', async () => {
     // One bucket: the dead node's routes share it with a route of the survivor and with other nodes.
     const keys = keyspace('swept');
@@ -162,13 +174,7 @@ describe('on one redis-server', () => {
   });
 
   test('after FLUSHALL every node writes its routes back, and emits reach it again', async () => {
-    const a = watcher();
-    const holder = broker({ target: { url: redis.url }, nodeId: 'holder', observer: a.observer });
-    const emitter = broker({ target: { url: redis.url }, nodeId: 'emitter', observer: watcher().observer });
-    const received = inbox();
-    await holder.start(received.handler);
-    await emitter.start(() => {});
-    await holder.addRoute(routeOf('order-updates', { recipientId: '7' }));
+    const { a, holder, emitter, received } = await holderAndEmitter('holder', 'emitter', '7');
     const resynced = a.next('resynced');
     await redis.cli('flushall');
     assert.equal(await emitter.publish('order-updates', { recipientId: '7' }), 0, 'flushed: nobody holds the route');
@@ -179,13 +185,7 @@ describe('on one redis-server', () => {
   });
 
   test("a message on a node's channel that is not an emit is dropped and reported; the next emit is delivered", async () => {
-    const a = watcher();
-    const holder = broker({ target: { url: redis.url }, nodeId: 'receiver', observer: a.observer });
-    const emitter = broker({ target: { url: redis.url }, nodeId: 'emitter-0', observer: watcher().observer });
-    const received = inbox();
-    await holder.start(received.handler);
-    await emitter.start(() => {});
-    await holder.addRoute(routeOf('order-updates', { recipientId: '6' }));
+    const { a, holder, emitter, received } = await holderAndEmitter('receiver', 'emitter-0', '6');
     const channel = keyspace('gw').channel('receiver');
     for (const garbage of ['no event line', 'order-updates\n{not json', 'order-updates\n[1,2]', `order-updates\n${'['.repeat(100_000)}`]) {
       const reported = a.next('undeliverable');
@@ -198,13 +198,7 @@ describe('on one redis-server', () => {
   });
 
   test('Redis down: not ready, emits fail with UNAVAILABLE; Redis back empty: ready, routes written back', async () => {
-    const a = watcher();
-    const holder = broker({ target: { url: redis.url }, nodeId: 'holder-2', observer: a.observer });
-    const emitter = broker({ target: { url: redis.url }, nodeId: 'emitter-2', observer: watcher().observer });
-    const received = inbox();
-    await holder.start(received.handler);
-    await emitter.start(() => {});
-    await holder.addRoute(routeOf('order-updates', { recipientId: '8' }));
+    const { a, holder, emitter, received } = await holderAndEmitter('holder-2', 'emitter-2', '8');
     await redis.stop('SIGKILL');
     await assert.rejects(emitter.publish('order-updates', { recipientId: '8' }), (error: unknown) => {
       assert.ok(error instanceof GatewayError);
