@@ -36,7 +36,7 @@ export class DeliveryBacklog {
   }
 
   get over(): boolean {
-    return this.socketBytes + this.fanOutBytes > this.bound;
+    return this.bytes > this.bound;
   }
 
   /** A stream took `bytes`; the callback it is given subtracts them once it has passed them on (or dropped them). */
