@@ -5,14 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { BrokerObserver, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
+import type { DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { RedisBroker } from '../../src/broker/redis/broker.ts';
 import { keyspace } from '../../src/broker/redis/keys.ts';
 import { routeOf } from '../../src/events/routing.ts';
+import { quietObserver as quiet } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 
-const quiet: BrokerObserver = { resynced() {}, swept() {}, sweepDeferred() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
 const HISTORIES: Histories = new Map([['kept', { size: 10, ttlSeconds: 1, positionTtlSeconds: 60, maxReplay: 10 }]]);
 
 let redis: RedisServer;

@@ -1,13 +1,12 @@
 /** The Broker contract on the Redis broker: against one redis-server, and against a 3-master Redis Cluster. */
 import { randomBytes } from 'node:crypto';
 import { after, before, describe } from 'node:test';
-import type { BrokerObserver } from '../../src/broker/broker.ts';
 import { RedisBroker } from '../../src/broker/redis/broker.ts';
 import type { RedisTarget } from '../../src/broker/redis/connection.ts';
+import { quietObserver as quiet } from '../support/brokers.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
 import { brokerContract, CONTRACT_HISTORIES } from './broker.contract.ts';
 
-const quiet: BrokerObserver = { resynced() {}, swept() {}, sweepDeferred() {}, writeFailed() {}, leanReads() {}, undeliverable() {}, historyAppended() {}, historyAppendFailed() {}, redisLost() {}, redisBack() {} };
 
 /**
  * Three nodes of one fleet; a key prefix of their own keeps fleets of different tests apart. Two route buckets:

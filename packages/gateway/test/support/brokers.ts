@@ -1,5 +1,19 @@
 /** Test support for brokers wrapped to misbehave in one way: the parts they leave as the inner broker has them. */
-import type { Broker } from '../../src/broker/broker.ts';
+import type { Broker, BrokerObserver } from '../../src/broker/broker.ts';
+
+/** An observer of a broker's health that ignores all of it. */
+export const quietObserver: BrokerObserver = {
+  resynced() {},
+  swept() {},
+  sweepDeferred() {},
+  writeFailed() {},
+  leanReads() {},
+  undeliverable() {},
+  historyAppended() {},
+  historyAppendFailed() {},
+  redisLost() {},
+  redisBack() {},
+};
 
 /** Control messages, revocations, canaries and status records, passed on to `inner` unchanged. */
 export function controlOf(
