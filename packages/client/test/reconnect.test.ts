@@ -158,17 +158,19 @@ test('herald-ws listen --no-reconnect exits at the first close', { timeout: 5000
   assert.match(stderr, /^closed: 1001 /m);
 });
 
-/** getTokens that makes each reconnect attempt wait for `let()`: what happens meanwhile happens while the client is away. */
+/**
+ * getTokens that makes each reconnect attempt wait for `letIn()`: what happens meanwhile happens while the client is
+ * away. One `letIn()` lets one attempt through, whether the attempt asks before or after it.
+ */
 function gatedTokens() {
   let gate = Promise.withResolvers<void>();
   const getTokens = async ({ reason }: { reason: TokenReason }) => {
-    if (reason !== 'connect') await gate.promise;
+    if (reason === 'connect') return nick;
+    await gate.promise;
+    gate = Promise.withResolvers();
     return nick;
   };
-  const letIn = () => {
-    gate.resolve();
-    gate = Promise.withResolvers();
-  };
+  const letIn = () => gate.resolve();
   return { getTokens, letIn };
 }
 
