@@ -106,7 +106,10 @@ export async function fillLevels(ctx: RunContext): Promise<number> {
         stop.abort();
       }
       const memory = ctx.series.readings.at(-1);
-      ctx.log(`fill ${n(snapshot.ready)}/${n(level)} ready, ${n(snapshot.failed)} failed, ${n(snapshot.dropped)} dropped${memory ? `; ${describeReading(memory)}` : ''}`);
+      const connecting = snapshot.started - snapshot.ready - snapshot.failed;
+      const attemptsFailed = Object.values(snapshot.retryFailures).reduce((sum, count) => sum + count, 0);
+      ctx.log(`fill ${n(snapshot.ready)}/${n(level)} ready, ${n(connecting)} connecting, ${n(snapshot.failed)} failed, ${n(attemptsFailed)} attempts failed, ` +
+        `${n(snapshot.dropped)} dropped${memory ? `; ${describeReading(memory)}` : ''}`);
     }, () => undefined), 2000);
     try {
       await ctx.clients.growTo(level, rate, stop.signal);

@@ -12,6 +12,8 @@ export interface ScaleOptions {
   clients: number;
   /** Clients connected a second while a level fills. */
   rate: number;
+  /** Clients connecting at once at most (wsload --max-pending): past it the fill slows to what the fleet takes. */
+  maxPending: number;
   /** Most clients per node: the open-file limit of a process, less its own files, the notify runs' and restarts' room. */
   perNode: number;
   /** Most clients per load generator process (the same limit). */
@@ -40,11 +42,11 @@ export interface ScaleOptions {
 }
 
 const DEFAULTS = {
-  clients: 60_000, rate: 2000, 'per-node': 19_000, 'per-worker': 19_000, 'per-address': 2000, port: 26100, settle: 10,
+  clients: 60_000, rate: 2000, 'max-pending': 2000, 'per-node': 19_000, 'per-worker': 19_000, 'per-address': 2000, port: 26100, settle: 10,
   'reserve-pct': 5, paced: 60, unpaced: 20, broadcasts: 3, 'after-restart': 20_000, 'max-minutes': 90,
 } as const;
 
-export const USAGE = `usage: node bench/scale.ts [--clients N] [--rate R] [--dry-run] [--out DIR] [--node-args="ARGS"]
+export const USAGE = `usage: node bench/scale.ts [--clients N] [--rate R] [--max-pending ${DEFAULTS['max-pending']}] [--dry-run] [--out DIR] [--node-args="ARGS"]
   [--per-node ${DEFAULTS['per-node']}] [--per-worker ${DEFAULTS['per-worker']}] [--per-address ${DEFAULTS['per-address']}] [--port ${DEFAULTS.port}]
   [--settle ${DEFAULTS.settle}] [--reserve-pct ${DEFAULTS['reserve-pct']}] [--paced ${DEFAULTS.paced}] [--unpaced ${DEFAULTS.unpaced}]
   [--broadcasts ${DEFAULTS.broadcasts}] [--after-restart ${DEFAULTS['after-restart']}] [--max-minutes ${DEFAULTS['max-minutes']}]`;
@@ -69,7 +71,7 @@ export function parseScaleArgs(argv: string[], defaultOut: string): ScaleOptions
   };
   const nodeArgs = values['node-args'] as string | undefined;
   return {
-    clients: Math.floor(n('clients', 100)), rate: n('rate', 1), perNode: n('per-node', 100), perWorker: n('per-worker', 100),
+    clients: Math.floor(n('clients', 100)), rate: n('rate', 1), maxPending: Math.floor(n('max-pending', 1)), perNode: n('per-node', 100), perWorker: n('per-worker', 100),
     perAddress: n('per-address', 100), port: n('port', 1024), settleS: n('settle', 0), reservePct: n('reserve-pct', 1),
     pacedS: n('paced', 1), unpacedS: n('unpaced', 1), broadcasts: n('broadcasts', 0), afterRestart: n('after-restart', 0),
     maxMinutes: n('max-minutes', 1), nodeArgs: nodeArgs === undefined ? undefined : nodeArgs.split(/\s+/).filter(Boolean),
@@ -235,7 +237,7 @@ export function formatPlan(plan: Plan): string {
   const { options: o, machine: m, expectedKb: e } = plan;
   const lines = [
     `machine      ${m.cores} cores, ${gb(m.memTotalKb)} (${gb(m.memAvailableKb)} available), ${n(m.openFiles)} open files per process`,
-    `clients      ${n(o.clients)}, each with both tokens and its own subscription, ${n(o.rate)}/s, levels ${plan.levels.map(n).join(', ')}`,
+    `clients      ${n(o.clients)}, each with both tokens and its own subscription, ${n(o.rate)}/s (at most ${n(o.maxPending)} connecting at once), levels ${plan.levels.map(n).join(', ')}`,
     `             stop early when MemAvailable < ${o.reservePct}% of MemTotal (${gb((m.memTotalKb * o.reservePct) / 100)})`,
     `redis        one redis-server on 127.0.0.1:${o.port}`,
     `nodes        ${plan.nodes} on 127.0.0.1:${plan.nodePorts[0]}-${plan.nodePorts[1]}, ~${n(plan.perNode)} clients each (at most ${n(o.perNode)}); client i to node (i mod ${plan.nodes})`,

@@ -72,10 +72,11 @@ async function run(base: RunBase, parts: { clients?: WorkerPools }): Promise<voi
   const idleKeys = await fleet.redis!.db.dbsize();
   // The held clients as wsload's fill would make them (tokens, criteria, source addresses, reconnecting as the SDK does).
   const fill = parseCommand(['fill', fleet.wsUrls.join(','), '--clients', String(plan.options.clients), '--first', String(NOTIFY_LISTENERS),
-    '--register', 'announcements', '--per-client', '--reconnect', '--per-address', String(plan.options.perAddress)]) as HoldOptions;
+    '--register', 'announcements', '--per-client', '--reconnect', '--per-address', String(plan.options.perAddress),
+    '--max-pending', String(plan.options.maxPending)]) as HoldOptions;
   const roster = await prepareRoster(fill, fill.wsUrl);
-  const { first, clients: count, rate, perAddress, timeoutMs, reconnect } = fill;
-  const clients = new WorkerPools({ roster, first, count, rate, perAddress, timeoutMs, reconnect, tallyEmits: false }, plan.perWorker);
+  const { first, clients: count, rate, maxPending, perAddress, timeoutMs, reconnect } = fill;
+  const clients = new WorkerPools({ roster, first, count, rate, maxPending, perAddress, timeoutMs, reconnect, tallyEmits: false }, plan.perWorker);
   parts.clients = clients;
   const ctx: RunContext = { ...base, clients, roster };
   base.series.phase = 'at rest';

@@ -9,8 +9,8 @@ import type { TokenApi } from './tokens.ts';
 import { CLIENT_KINDS } from './ws-client.ts';
 
 export const USAGE = `usage:
-  wsload fill   <ws-url> --clients N [--first I] [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
-  wsload listen <ws-url> --clients N [--rate R] [--register EVENT [--per-client]] [--hold S] [--http URL]
+  wsload fill   <ws-url> --clients N [--first I] [--rate R] [--max-pending P] [--register EVENT [--per-client]] [--hold S] [--http URL]
+  wsload listen <ws-url> --clients N [--rate R] [--max-pending P] [--register EVENT [--per-client]] [--hold S] [--http URL]
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
                 [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume] [--keep-within MS]
@@ -28,6 +28,8 @@ export const USAGE = `usage:
           [--client raw|ws] raw (default): plain TCP clients that read frames in place; ws: clients on the \`ws\`
           library (masked frames, a close handshake, every message parsed as JSON), as Node back ends and browsers
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
+  fill, listen: [--max-pending P] at most P clients connecting (or waiting to try again) at once: past it the
+          fill slows to what the nodes take rather than pile up attempts that time out (default: no cap)
   many clients (fill, listen, notify): [--per-worker 19000] clients per process, beyond it worker processes;
           [--per-address 5000] clients per source address (127.0.0.2, .3, ...) once there are more than that
           (1000 by default with --reconnect: each client binds its address a second time)`;
@@ -59,6 +61,8 @@ export interface HoldOptions extends CommonOptions {
   /** Index of the first client (its identity: person, per-client recipientId), so fills can add up. */
   first: number;
   rate: number;
+  /** Clients connecting or waiting to try again at most at once, over all workers (--max-pending); undefined: no cap. */
+  maxPending: number | undefined;
   holdS: number;
   perWorker: number;
   /** Clients per source address; 0 when they all fit on the kernel's choice. */
@@ -134,6 +138,7 @@ const EXTRA = {
     clients: { type: 'string', short: 'n' },
     first: { type: 'string', default: '0' },
     rate: { type: 'string', short: 'r', default: '1000' },
+    'max-pending': { type: 'string' },
     hold: { type: 'string', default: '10' },
   },
   churn: { connections: { type: 'string', short: 'c', default: '100' }, duration: { type: 'string', short: 'd', default: '10' }, warmup: { type: 'string', short: 'w', default: '0' } },
@@ -262,6 +267,7 @@ function hold(command: 'fill' | 'listen', args: string[]): HoldOptions {
     clients: number(values, 'clients', 1),
     first: number(values, 'first', 0),
     rate: number(values, 'rate', 0.001),
+    maxPending: values['max-pending'] === undefined ? undefined : Math.floor(number(values, 'max-pending', 1)),
     holdS: number(values, 'hold', 0),
     perWorker: number(values, 'per-worker', 1),
     // Source addresses go by the client's index, so a fill that adds to earlier ones spreads like one big fill.

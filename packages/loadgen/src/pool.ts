@@ -19,6 +19,11 @@ export interface PoolSpec {
   count: number;
   /** Clients started per second. */
   rate: number;
+  /**
+   * Clients started and not yet ready or refused (connecting, registering, waiting to try again) at most at once;
+   * undefined: no cap. With a cap the fill slows to what the nodes take instead of piling up attempts that time out.
+   */
+  maxPending?: number | undefined;
   /** Clients per source address (127.0.0.2, .3, ... by client index); 0: the kernel's choice, 127.0.0.1. */
   perAddress: number;
   timeoutMs: number;
@@ -60,14 +65,20 @@ export interface ClientGroup {
 
 const PACE_MS = 5;
 
-/** `step` called `count` times, `rate` a second (in bursts every PACE_MS), or fewer once `signal` aborts. */
-function paced(count: number, rate: number, signal: AbortSignal | undefined, step: (i: number) => void): Promise<void> {
-  const began = performance.now();
+/**
+ * `step` called `count` times, `rate` a second (in bursts every PACE_MS), while `room()` says more may go, or fewer
+ * once `signal` aborts. Time spent without room is not made up later: the rate resumes, it does not burst.
+ */
+export function paced(count: number, rate: number, signal: AbortSignal | undefined, step: (i: number) => void, room: () => number = () => Infinity): Promise<void> {
+  let began = performance.now();
   let done = 0;
   return new Promise<void>((resolve) => {
     const pace = setInterval(() => {
-      const due = signal?.aborted ? done : Math.min(count, Math.floor(((performance.now() - began) * rate) / 1000) + 1);
-      while (done < due) step(done++);
+      const now = performance.now();
+      const due = signal?.aborted ? done : Math.min(count, Math.floor(((now - began) * rate) / 1000) + 1);
+      const allowed = Math.min(due, done + Math.max(0, room()));
+      while (done < allowed) step(done++);
+      if (allowed < due) began = now - ((done - 1) * 1000) / rate;
       if (done === count || signal?.aborted) {
         clearInterval(pace);
         resolve();
@@ -123,7 +134,8 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
 
   async open(signal?: AbortSignal): Promise<void> {
     const { count, rate } = this.#spec;
-    await paced(count, rate, signal, () => this.#startNext());
+    const { maxPending = Infinity } = this.#spec;
+    await paced(count, rate, signal, () => this.#startNext(), () => maxPending - (this.#clients.length - this.#ready - this.#failed));
     // Retried first connects (--reconnect) may go on until the run ends: an abort stops the wait for them.
     if (this.#ready + this.#failed < this.#clients.length && !signal?.aborted) {
       await new Promise<void>((resolve) => {

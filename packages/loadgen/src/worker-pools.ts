@@ -77,7 +77,10 @@ export class WorkerPools implements ClientGroup {
       let worker = this.#workers.at(-1);
       if (!worker || worker.clients >= this.#perWorker) this.#workers.push((worker = { channel: new WorkerChannel(), clients: 0 }));
       const share = Math.min(count - this.#started, this.#perWorker - worker.clients);
-      const spec: PoolSpec = { ...this.#spec, first: this.#spec.first + this.#started, count: share, rate: (rate * share) / adding };
+      const { maxPending } = this.#spec;
+      // Each worker takes its share of the rate and of the pending cap, in proportion to the clients it adds.
+      const pendingShare = maxPending === undefined ? undefined : Math.max(1, Math.round((maxPending * share) / adding));
+      const spec: PoolSpec = { ...this.#spec, first: this.#spec.first + this.#started, count: share, rate: (rate * share) / adding, maxPending: pendingShare };
       opened.push(worker.channel.request({ op: 'open', spec }));
       worker.clients += share;
       this.#started += share;
