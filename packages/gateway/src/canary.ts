@@ -29,6 +29,7 @@ export interface CanaryOptions {
 
 interface Sent {
   target: string;
+  /** performance.now() when sent, moved later by the time this node's own event loop stood still since. */
   sentAt: number;
 }
 
@@ -39,8 +40,10 @@ export class Canary {
   readonly #pending = new Map<string, Sent>();
   #seq = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** When a canary last came back through this node's own channel (or the canary started). */
+  /** When a canary last came back through this node's own channel (or the canary started), moved as sentAt is. */
   #ownBackAt = performance.now();
+  /** When the last round ran: a round that comes late tells how long this node's event loop stood still. */
+  #roundAt = performance.now();
   #lost = false;
 
   constructor(options: CanaryOptions) {
@@ -50,11 +53,13 @@ export class Canary {
 
   /** Whether this node's own channel delivered within the timeout. */
   healthy(): boolean {
-    return performance.now() - this.#ownBackAt <= this.#options.timeoutMs;
+    const now = performance.now();
+    return now - this.#ownBackAt - this.#stoodStillMs(now) <= this.#options.timeoutMs;
   }
 
   start(): void {
     this.#ownBackAt = performance.now();
+    this.#roundAt = this.#ownBackAt;
     this.#timer = setInterval(() => void this.#round(), this.#options.intervalMs);
     this.#timer.unref();
     void this.#round();
@@ -97,6 +102,7 @@ export class Canary {
   async #round(): Promise<void> {
     const { broker, timeoutMs, observer } = this.#options;
     const now = performance.now();
+    this.#notCountingStall(now);
     for (const [key, sent] of this.#pending) {
       if (now - sent.sentAt <= timeoutMs) continue;
       this.#pending.delete(key);
@@ -118,5 +124,23 @@ export class Canary {
       this.#pending.set(`${seq} ${target}`, { target, sentAt: performance.now() });
       broker.sendCanary(target, `ping,${this.#nodeId},${seq}`).catch(() => {});
     }
+  }
+
+  /**
+   * The time this node's own event loop stood still (a round late by it: a starved machine, a long collection) is not
+   * the channel's silence: canaries that came back meanwhile wait unread behind this timer. It is taken off every
+   * wait, so that a starved node does not call its channel lost, nor turn not-ready, for its own stall.
+   */
+  #notCountingStall(now: number): void {
+    const stoodStillMs = this.#stoodStillMs(now);
+    this.#roundAt = now;
+    if (stoodStillMs === 0) return;
+    this.#ownBackAt += stoodStillMs;
+    for (const sent of this.#pending.values()) sent.sentAt += stoodStillMs;
+  }
+
+  /** How long past its interval the round timer is: time this node's event loop stood still (or stands still now). */
+  #stoodStillMs(now: number): number {
+    return Math.max(0, now - this.#roundAt - this.#options.intervalMs);
   }
 }

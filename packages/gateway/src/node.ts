@@ -354,7 +354,7 @@ export class Gateway {
       if (wait > 0) await delay(wait);
       for (const session of sessions.slice(start, start + batchSize)) {
         this.hub.close(session);
-        session.socket.close(CloseCode.GOING_AWAY, 'node draining: reconnect');
+        session.end(CloseCode.GOING_AWAY, 'node draining: reconnect');
       }
     }
     this.#fastPath?.close();

@@ -92,6 +92,28 @@ test('canaries go round through a node\'s own channel and a peer\'s; a lost own 
   }
 });
 
+test('a node whose own event loop stood still past the timeout does not call its channel lost for it', async () => {
+  const bus = new MemoryBus();
+  const broker = bus.broker('a');
+  const seen = recorder();
+  const canary = new Canary({ broker, intervalMs: INTERVAL_MS, timeoutMs: TIMEOUT_MS, observer: seen.observer });
+  await broker.start(() => {}, () => {}, canary.receive);
+  canary.start();
+  try {
+    await seen.until('trip:self', 2);
+    // A starved machine: nothing of this process runs for three timeouts; the channel itself is fine.
+    const until = performance.now() + 3 * TIMEOUT_MS;
+    while (performance.now() < until);
+    assert.equal(canary.healthy(), true, 'read before the round timer has run');
+    const trips = seen.told.filter((each) => each === 'trip:self').length;
+    await seen.until('trip:self', trips + 2);
+    assert.equal(canary.healthy(), true);
+    assert.deepEqual(seen.told.filter((each) => each === 'lost' || each === 'missed:self'), []);
+  } finally {
+    canary.stop();
+  }
+});
+
 test('whatever arrives on the channel never throws, answers only a peer\'s ping, and never passes for a canary this node sent', () => {
   const sent: [string, string][] = [];
   const broker = { nodeId: 'me', sendCanary: async (nodeId: string, canary: string) => void sent.push([nodeId, canary]) } as unknown as Broker;

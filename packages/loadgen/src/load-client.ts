@@ -3,6 +3,7 @@
  * reply, and leaving. Many clients share one observer, which turns their phases into figures.
  */
 import { connect, type Socket } from 'node:net';
+import { StandardCloseCode } from '@herald/protocol';
 import { firstErrorCode, frameType, notRecovered, positionOf, registerAccepted, registerFrame, type FramePosition } from './frames.ts';
 import { registerFrameOf, type ClientPlan } from './roster.ts';
 import { readInto } from './receive.ts';
@@ -41,9 +42,7 @@ export type ClientKind = 'raw' | 'ws';
 export type State = 'new' | 'connecting' | 'registering' | 'ready' | 'leaving' | 'done';
 
 /** No close frame came before the connection ended (RFC 6455 7.1.5). */
-const ABNORMAL_CLOSURE = 1006;
-const NO_STATUS = 1005;
-const PROTOCOL_ERROR = 1002;
+const { ABNORMAL_CLOSURE, NO_STATUS_RECEIVED, NORMAL_CLOSURE, PROTOCOL_ERROR } = StandardCloseCode;
 
 /**
  * A client on a plain TCP socket speaking WebSocket through wire.ts (WireHandler: called by its reader only). The
@@ -68,7 +67,7 @@ export class LoadClient implements WireHandler {
   #tcp: Socket | undefined;
   #reader: WireReader | undefined;
   /** The code of the server's close frame, once it came. */
-  #closeCode = ABNORMAL_CLOSURE;
+  #closeCode: number = ABNORMAL_CLOSURE;
   #closeSent = false;
   #timer: NodeJS.Timeout | undefined;
   readonly #observer: ClientObserver;
@@ -119,7 +118,7 @@ export class LoadClient implements WireHandler {
 
   protected closeLink(): void {
     this.#closeSent = true;
-    this.#tcp?.write(closeFrame(1000));
+    this.#tcp?.write(closeFrame(NORMAL_CLOSURE));
   }
 
   /**
@@ -169,8 +168,8 @@ export class LoadClient implements WireHandler {
     if (opcode === Opcode.PING) {
       this.#tcp?.write(clientFrame(Opcode.PONG, payload));
     } else if (opcode === Opcode.CLOSE) {
-      this.#closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : NO_STATUS;
-      if (!this.#closeSent) this.#tcp?.write(closeFrame(this.#closeCode === NO_STATUS ? 1000 : this.#closeCode));
+      this.#closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : NO_STATUS_RECEIVED;
+      if (!this.#closeSent) this.#tcp?.write(closeFrame(this.#closeCode === NO_STATUS_RECEIVED ? NORMAL_CLOSURE : this.#closeCode));
       this.#closeSent = true;
       // The server ends the TCP connection first (RFC 6455 7.1.1), so the TIME_WAIT is its own and not a source
       // port this client's next connect from the same address must step over; unless it never does.

@@ -12,7 +12,6 @@
  */
 import { CloseCode, encodeNotification, EventType, type OnEvent, type Position, type ValidOnEvent } from '@herald/protocol';
 import type { Broker, Histories } from '../broker/broker.ts';
-import type { HistoryConfig } from '../config/schema.ts';
 import { GatewayError, type Contain } from '../errors.ts';
 import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, type Route } from '../events/routing.ts';
 import type { Metrics } from '../metrics.ts';
@@ -20,65 +19,10 @@ import { DeliveryBacklog } from './backlog.ts';
 import { FanOuts } from './fan-out.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
 import { CoalescedWrites, textFrame } from '../wire/frames.ts';
-import { RouteHistory, type RouteEntry, type RouteHistoryHost } from './route-history.ts';
+import type { RouteEntry, RouteHistoryHost } from './route-history.ts';
+import { hasHistory, LocalRouteWithHistory, type LocalRoute, type Outgoing, type Shape, type Subscription } from './local-routes.ts';
 import { Resumes } from './resumes.ts';
 import type { Session } from './session.ts';
-
-/**
- * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
- * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
- * the entry's objects and strings would be on each client's heap.
- */
-export interface Subscription {
-  readonly eventId: string;
-  readonly eventType: EventType;
-  readonly getEventData: boolean;
-  readonly select: readonly string[] | undefined;
-  readonly localRoute: LocalRoute;
-  sessions: OneOrMany<Session>;
-}
-
-/** One route as this node holds it: its subscriptions, and whether the fleet can route to it yet. */
-interface LocalRoute {
-  readonly route: Route;
-  /** One per distinct eventId on the route (they differ in select or getEventData). */
-  subscriptions: OneOrMany<Subscription>;
-  /** Until the broker knows this node holds the route (it never rejects); then cleared. */
-  registering: Promise<void> | undefined;
-}
-
-/** A route of an event with history: a class of its own, so that the others carry none of this. */
-class LocalRouteWithHistory implements LocalRoute {
-  readonly route: Route;
-  subscriptions: OneOrMany<Subscription> = undefined;
-  registering: Promise<void> | undefined = undefined;
-  readonly history: RouteHistory<LocalRouteWithHistory>;
-  readonly config: HistoryConfig;
-  /** Entries let through, waiting for the fan-out of those before them (a route of many sessions fans out in chunks). */
-  backlog: Outgoing[] = [];
-  sending = false;
-
-  constructor(route: Route, config: HistoryConfig, host: RouteHistoryHost<LocalRouteWithHistory>) {
-    this.route = route;
-    this.config = config;
-    this.history = new RouteHistory(host, this, config.size);
-  }
-}
-
-/** One entry of a route's history on its way to the route's sessions, as they were when it was let through. */
-interface Outgoing {
-  position: Position;
-  sends: Array<{ subscription: Subscription; frame: Buffer; sessions: Session[] }>;
-}
-
-const hasHistory = (localRoute: LocalRoute): localRoute is LocalRouteWithHistory => localRoute instanceof LocalRouteWithHistory;
-
-interface Shape {
-  /** The event's name and field names as first seen: every route the shape holds shares these strings. */
-  readonly event: string;
-  readonly fields: readonly string[];
-  readonly routes: Map<string, LocalRoute>;
-}
 
 /** What a frame to a client is, for the count of the ones dropped. */
 export type FrameKind = 'notification' | 'reply';
@@ -259,7 +203,7 @@ export class Hub {
       this.#dropped(kind, 'closing');
       return false;
     }
-    if (session.socket.bufferedAmount > this.#options.maxBufferedBytes) {
+    if (session.unsentBytes > this.#options.maxBufferedBytes) {
       this.#dropped(kind, 'slow_client');
       this.shed(session);
       return false;
@@ -486,7 +430,7 @@ export class Hub {
   /** Close a client that does not read fast enough, before its unsent data (or what is held for it) grows the node's memory. */
   shed(session: Session): void {
     this.close(session);
-    session.socket.close(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
+    session.end(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
   }
 }
 

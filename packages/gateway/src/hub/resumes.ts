@@ -6,7 +6,7 @@
  * Kept here, off Session: only a session in the middle of such a REGISTER has one.
  */
 import type { Position } from '@herald/protocol';
-import type { Subscription } from './hub.ts';
+import type { Subscription } from './local-routes.ts';
 import type { Session } from './session.ts';
 
 interface Resume {
@@ -60,7 +60,7 @@ export class Resumes {
     if (resume.held !== undefined) {
       resume.held.push([position, frame]);
       resume.heldBytes += frame.length;
-      if (resume.heldBytes + session.socket.bufferedAmount > this.#host.maxBufferedBytes) this.#host.overflow(session);
+      if (resume.heldBytes + session.unsentBytes > this.#host.maxBufferedBytes) this.#host.overflow(session);
       return true;
     }
     if (covered(position, resume.floor)) {

@@ -3,7 +3,7 @@ import type { RawData, WebSocket } from 'ws';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
 import { findIn, sizeOf, type OneOrMany } from './one-or-many.ts';
 import type { CoalescedWrites } from '../wire/frames.ts';
-import type { Subscription } from './hub.ts';
+import type { Subscription } from './local-routes.ts';
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
 export interface SessionHandler {
@@ -66,6 +66,16 @@ export class Session {
    */
   send(frame: Buffer, writes: CoalescedWrites): void {
     writes.write(this.socket, frame);
+  }
+
+  /** Bytes written and not yet handed to the kernel: what the send bound (websocket.maxBufferedBytes) is checked on. */
+  get unsentBytes(): number {
+    return this.socket.bufferedAmount;
+  }
+
+  /** Close the connection with a close frame: `code` from the protocol's catalogue tells the client what to do next. */
+  end(code: number, reason: string): void {
+    this.socket.close(code, reason);
   }
 
   get subscriptionCount(): number {

@@ -177,6 +177,6 @@ export class LocalSessions implements SessionHooks {
 
   #close(session: Session, code: number, reason: string): void {
     this.#options.hub.close(session);
-    session.socket.close(code, reason);
+    session.end(code, reason);
   }
 }
