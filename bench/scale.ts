@@ -135,7 +135,9 @@ async function main(): Promise<number> {
   const stopFor = (why: 'time' | 'interrupted') => () => {
     if (aborted.signal.aborted) return;
     log(why === 'time' ? `${options.maxMinutes} min are up: stopping` : 'interrupted: stopping and cleaning up (Ctrl-C again to leave at once)');
-    results.stoppedBy = why;
+    // A stop after the levels (during the phases) leaves their reason as it was, and is told among the errors.
+    if (results.stoppedBy === undefined) results.stoppedBy = why;
+    else results.errors.push(`${why === 'time' ? `the ${options.maxMinutes}-minute bound` : 'an interrupt'} stopped the run during its phases`);
     aborted.abort();
   };
   const deadline = setTimeout(stopFor('time'), options.maxMinutes * 60_000);
