@@ -27,7 +27,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { keyspace } from '../packages/gateway/src/broker/redis/keys.ts';
-import type { RunReport } from '@herald/loadgen/src/report.ts';
+import type { RunReport } from '@herald/loadgen';
 import { GATEWAY_NODE_ARGS, metric, ROOT, start, startLoad, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
 import type { Results } from './report.ts';
 

@@ -16,7 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
+import { HttpConnection, jsonPostHead } from '@herald/loadgen';
 import { median, metric } from './procs.ts';
 import { usPerEmit } from './steps.ts';
 import { NOTIFY_S, NOTIFY_WARMUP_S, QUICK, record, redis, results, runLoad, sampler, type Target } from './suite.ts';

@@ -20,8 +20,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { connect, createServer, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
-import { readInto } from '@herald/loadgen/src/receive.ts';
+import { HttpConnection, jsonPostHead, readInto } from '@herald/loadgen';
 
 const HTTP_PORT = 26300;
 const SOCKETS_PORT = 26301;

@@ -3,14 +3,7 @@
  * sampled), then with every client connected: one-person notifications (wsload notify), broadcasts to everyone, a
  * rolling restart of every node, and every client leaving at once.
  */
-import { Emitter } from '@herald/loadgen/src/emitter.ts';
-import { registerFrame } from '@herald/loadgen/src/frames.ts';
-import { Histogram } from '@herald/loadgen/src/histogram.ts';
-import type { RunReport } from '@herald/loadgen/src/report.ts';
-import { reconnectFigures } from '@herald/loadgen/src/reconnect.ts';
-import type { Roster } from '@herald/loadgen/src/roster.ts';
-import type { PoolSnapshot } from '@herald/loadgen/src/snapshot.ts';
-import type { WorkerPools } from '@herald/loadgen/src/worker-pools.ts';
+import { Emitter, Histogram, type PoolSnapshot, reconnectFigures, registerFrame, type Roster, type RunReport, type WorkerPools } from '@herald/loadgen';
 import { watchLeave } from './failover.ts';
 import { ROOT, sleep, startLoad } from './procs.ts';
 import type { Fleet } from './scale-fleet.ts';
