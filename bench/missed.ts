@@ -83,7 +83,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     '(src/http/fast-path.ts; anything else still goes to fastify). By hand on 2026-12-02 ~05:35 UTC (a fresh node on ' +
     'Redis, `wsload notify http://… --clients 1000 -c 100 -w 2 -d 10`, /proc/<pid>/stat over 5 s, alternated): ' +
     '29.1 and 31.3 µs per emit at 31,490-33,825/s with the fast path, 41.3 and 47.1 µs at 21,104-24,081/s without ' +
-    '(`server.emitFastPath: false`). The floors of the same kind (`node bench/notify-floor.ts`, 5 s each): an HTTP ' +
+    '(`server.emitFastPath: false`). The floors of the same kind (`node bench/plain-http-emit.ts`, 5 s each): an HTTP ' +
     'reader of its own 18.9 µs, node:http 35.5. What is left above that floor (~10 µs) is the protocol: the registry ' +
     'read on Redis (~15% of the profile with its promises), the match, the frame, the metrics. Socket.IO\'s server ' +
     'costs 48-97 µs per emit here depending on the minute, and the ratio is the median of five side-by-side rounds ' +
@@ -126,7 +126,7 @@ export const WHY_MISSED: Readonly<Record<string, string>> = {
     'run of 2026-12-02 08:30 UTC, all counted: 280 and 263 ms, the rest 159-241; by hand without the person run ' +
     '193-202, the rest 158-182), with cold code in the readers and the node and the person run\'s process starting ' +
     'beside it. Counted so, `--only broadcast-18k` at 09:17 UTC read 175 and 194 (median broadcast 168); the floor ' +
-    'of 09:18 (`node bench/floor.ts`, interleaved, 2 rounds of warm-up) 229, median 172. On loopback each write also ' +
+    'of 09:18 (`node bench/plain-socket-broadcast.ts`, interleaved, 2 rounds of warm-up) 229, median 172. On loopback each write also ' +
     'runs the reader\'s TCP and, when the reader sleeps, wakes it (an IPI to the other vCPU, dear in a VM). wsload\'s ' +
     'three workers connect side by side, so the hub\'s subscribers alternate between them and nearly every write ' +
     'wakes one: `perf record -g -p <node>` during the broadcasts (2026-12-02 ~06:05 UTC) put 22% of the node\'s ' +

@@ -300,7 +300,7 @@ function cpuTable(r: Results): string {
 
 /**
  * The gateway beside what this machine gives a server that does no protocol work, measured in the same run
- * (floorScenario, bench/floors.ts); nothing when the run has no floors.
+ * (floorScenario, bench/machine-floors.ts); nothing when the run has no floors.
  */
 function floorSection(r: Results): string {
   const f = r.figures;
@@ -318,13 +318,13 @@ function floorSection(r: Results): string {
 ### This machine's floors
 
 Measured by \`make bench\` after the targets' own runs (floorScenario): a server that does no protocol work, on the
-same cores with the same kind of load: \`node bench/notify-floor.ts\`
+same cores with the same kind of load: \`node bench/plain-http-emit.ts\`
 answers each emit (the gateway's body, 100 keep-alive connections, unpaced) on node:http, on fastify, or reading
 HTTP/1.1 itself from plain sockets (as the gateway's emit fast path does), and writes one 150-byte frame to the one
-of 1,000 plain TCP sockets it names; \`node bench/floor.ts\` writes one 150-byte message to each of ${everyone}
+of 1,000 plain TCP sockets it names; \`node bench/plain-socket-broadcast.ts\` writes one 150-byte message to each of ${everyone}
 sockets from a plain \`net\` server, 128 at a time as the hub does, to three reader processes, in turn across
 them as the gateway writes to wsload's three workers (written one reader's sockets after another, each write wakes a
-reader far less often: see bench/floor.ts), ten rounds after two not counted (as the gateway's broadcast-18k
+reader far less often: see bench/plain-socket-broadcast.ts), ten rounds after two not counted (as the gateway's broadcast-18k
 leaves out its first two broadcasts; its figures here are the medians of its two runs of ten). No WebSocket, no
 tokens, no Redis. The floors time their own CPU over their measured seconds; a server's CPU per emit is the mean of
 its samples (one a second) wholly inside its runs' measured seconds, over the emits answered a second, the median of

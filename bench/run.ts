@@ -22,7 +22,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { killGapScenario, killScenario, restartGapScenario, restartScenario, type FailoverContext } from './failover.ts';
 import { historyScenario } from './history.ts';
 import { revokeScenario } from './revoke.ts';
-import { floorScenario } from './floors.ts';
+import { floorScenario } from './machine-floors.ts';
 import { memoryScenario } from './memory.ts';
 import { pairedRatios } from './pairs.ts';
 import { median, stopAll, waitFor, type Proc } from './procs.ts';

@@ -13,7 +13,7 @@
  * side, nearly every write wakes one (median 213 against 129 ms, 2026-12-02; the wakeups 21% of the gateway's
  * samples in `perf record`, 11% of the grouped floor's).
  *
- *   node bench/floor.ts [--clients 18000] [--chunk 128] [--rounds 10] [--warmup 2] [--order interleaved|grouped] [--json]
+ *   node bench/plain-socket-broadcast.ts [--clients 18000] [--chunk 128] [--rounds 10] [--warmup 2] [--order interleaved|grouped] [--json]
  *
  * The first `--warmup` rounds are written and read but not reported, as the gateway's broadcast-18k run does not
  * count its first two broadcasts (bench/run.ts).

@@ -1,16 +1,16 @@
 /**
  * This machine's floors, in the same run: what a server that does no protocol work gets from it, so that the
  * gateway's rates and latencies can be read against them (the misses in bench/missed.ts sit at them). A one-person
- * emit answered and written with nothing else done (bench/notify-floor.ts, on node:http, on fastify and on an HTTP
+ * emit answered and written with nothing else done (bench/plain-http-emit.ts, on node:http, on fastify and on an HTTP
  * reader of its own as the gateway's emit fast path has), and one
- * broadcast written to every client of the last level from a plain `net` server (bench/floor.ts, ten of them).
+ * broadcast written to every client of the last level from a plain `net` server (bench/plain-socket-broadcast.ts, ten of them).
  * Run by bench/run.ts after the targets, with nothing else running; each prints one JSON line with `--json`.
  */
 import { median, ROOT, startLoad } from './procs.ts';
 import type { Results } from './report.ts';
 
-const NOTIFY_FLOOR = `${ROOT}bench/notify-floor.ts`;
-const BROADCAST_FLOOR = `${ROOT}bench/floor.ts`;
+const NOTIFY_FLOOR = `${ROOT}bench/plain-http-emit.ts`;
+const BROADCAST_FLOOR = `${ROOT}bench/plain-socket-broadcast.ts`;
 
 export interface FloorContext {
   runDir: string;
