@@ -123,8 +123,8 @@ export async function notifyRun(ctx: RunContext, name: string, extra: string[], 
   const args = ['notify', httpOf(ctx), '--ws', ctx.fleet.wsUrls.join(','), '--clients', String(NOTIFY_LISTENERS), '-w', '2', '-d', String(seconds), ...extra];
   ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.join(' ').replace(/--ws \S+/, `--ws <the ${ctx.fleet.nodes.length} nodes' ws:// URLs>`)}`);
   ctx.log(`notify ${name}: ${args.slice(4).join(' ').replace(/--ws \S+ /, '')}`);
-  const run = startLoad(`notify-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/notify-${name}.log`, timeoutS: seconds + 180, jsonFile });
-  const report = (await run.done) as RunReport;
+  const run = startLoad<RunReport>(`notify-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/notify-${name}.log`, timeoutS: seconds + 180, jsonFile });
+  const report = await run.done;
   const delivery = report.latency.delivery!;
   ctx.results.notify[name] = {
     delivery, notificationsPerSecond: report.rates.notificationsPerSecond ?? 0, expected: report.counts.expected ?? 0, missing: report.counts.missing ?? 0,
