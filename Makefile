@@ -63,7 +63,8 @@ cluster-stop:
 	infra/local/cluster.sh stop
 
 # The benchmark suite (bench/run.ts): the gateway, Socket.IO + redis-adapter and bare ws, each on a fresh
-# redis-server; results in docs/benchmarks/. bench-quick: levels 0-6k, ~3-4 minutes; bench: levels 0-18k.
+# redis-server; results in docs/benchmarks/ (how they are measured: docs/benchmarks/methodology.md). bench-quick:
+# levels 0-6k, ~3-4 minutes; bench: levels 0-18k.
 bench-quick: deps redis
 	node bench/run.ts --quick
 

@@ -27,9 +27,9 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { keyspace } from '../packages/gateway/src/broker/redis/keys.ts';
-import type { RunReport } from '@herald/loadgen/src/report.ts';
+import type { RunReport } from '@herald/loadgen';
 import { GATEWAY_NODE_ARGS, metric, ROOT, start, startLoad, startRedis, stop, waitFor, type Proc, type Sampler } from './procs.ts';
-import type { Results } from './report.ts';
+import type { Results } from './results.ts';
 
 export interface FailoverContext {
   /** A smaller run: 3,000 clients, 5 s of emits. */
@@ -101,9 +101,9 @@ function startClients(ctx: FailoverContext, name: string, http: string, clients:
   ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.join(' ')}`);
   const jsonFile = `${ctx.runDir}/${name}-${Date.now()}.json`;
   const timeoutS = clients / CONNECT_RATE + AWAIT_RETURN_S + emitS + 120;
-  const { proc, done } = startLoad(`wsload-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/wsload-${name}.log`, timeoutS, jsonFile });
+  const { proc, done } = startLoad<RunReport>(`wsload-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/wsload-${name}.log`, timeoutS, jsonFile });
   ctx.sampler.watch('wsload', proc.child.pid!);
-  return { proc, done: done as Promise<RunReport> };
+  return { proc, done };
 }
 
 /** Seconds from `fromMs` to `toMs`, as a figure. */

@@ -16,33 +16,35 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
+import { HttpConnection, jsonPostHead } from '@herald/loadgen';
 import { median, metric } from './procs.ts';
 import { usPerEmit } from './steps.ts';
-import { NOTIFY_S, NOTIFY_WARMUP_S, QUICK, record, redis, results, runLoad, sampler, type Target } from './suite.ts';
+import type { BenchContext, Target } from './context.ts';
 
 const KEPT = 'announcements-kept';
 const MISSED = 100;
 
-export async function historyScenario(t: Target): Promise<void> {
+export async function historyScenario(ctx: BenchContext, t: Target): Promise<void> {
+  const { quick } = ctx.options;
   const token = await apiToken(t);
-  await throughput(t);
-  await recover(t, token, QUICK ? 30 : 200);
-  await bytes(t, token, QUICK ? 200 : 1000, 50);
+  await throughput(ctx, t);
+  await recover(ctx, t, token, quick ? 30 : 200);
+  await bytes(ctx, t, token, quick ? 200 : 1000, 50);
 }
 
-async function throughput(t: Target): Promise<void> {
+async function throughput(ctx: BenchContext, t: Target): Promise<void> {
+  const { notifyS, notifyWarmupS, quick } = ctx.options;
   const run = async (event: string, label: string): Promise<[number, number | undefined]> => {
-    sampler.phase = `${t.name} history ${label}`;
-    const args = ['notify', `http://127.0.0.1:${t.port}`, '--clients', '1000', '-c', '100', '-w', String(NOTIFY_WARMUP_S), '-d', String(NOTIFY_S), '--register', event];
-    const out = await runLoad(t, args, NOTIFY_S + NOTIFY_WARMUP_S + 120);
-    results.runs[`${t.name} history ${label}`] = out;
-    return [out.rates?.notificationsPerSecond, usPerEmit(t, out)];
+    ctx.sampler.phase = `${t.name} history ${label}`;
+    const args = ['notify', `http://127.0.0.1:${t.port}`, '--clients', '1000', '-c', '100', '-w', String(notifyWarmupS), '-d', String(notifyS), '--register', event];
+    const out = await ctx.runLoad(t, args, notifyS + notifyWarmupS + 120);
+    ctx.results.runs[`${t.name} history ${label}`] = out;
+    return [out.rates?.notificationsPerSecond ?? NaN, usPerEmit(ctx, t, out)];
   };
   const rates: number[] = [];
   const ratios: number[] = [];
   const cpu: Array<[number | undefined, number | undefined]> = [];
-  for (let round = 1; round <= (QUICK ? 1 : 3); round++) {
+  for (let round = 1; round <= (quick ? 1 : 3); round++) {
     let plain: [number, number | undefined];
     let kept: [number, number | undefined];
     if (round % 2 === 0) {
@@ -56,10 +58,10 @@ async function throughput(t: Target): Promise<void> {
     ratios.push(kept[0] / plain[0]);
     cpu.push([plain[1], kept[1]]);
   }
-  record('notify_person_history_per_s', median(rates));
-  record('notify_person_history_vs_plain', median(ratios));
-  record('notify_person_history_us_per_emit', median(cpu.flatMap(([, kept]) => (kept === undefined ? [] : [kept]))));
-  record('notify_person_plain_us_per_emit', median(cpu.flatMap(([plain]) => (plain === undefined ? [] : [plain]))));
+  ctx.record('notify_person_history_per_s', median(rates));
+  ctx.record('notify_person_history_vs_plain', median(ratios));
+  ctx.record('notify_person_history_us_per_emit', median(cpu.flatMap(([, kept]) => (kept === undefined ? [] : [kept]))));
+  ctx.record('notify_person_plain_us_per_emit', median(cpu.flatMap(([plain]) => (plain === undefined ? [] : [plain]))));
 }
 
 async function apiToken(t: Target): Promise<string> {
@@ -91,16 +93,28 @@ async function emitAll(t: Target, token: string, bodies: string[], connections: 
   await Promise.all(Array.from({ length: connections }, lane));
 }
 
+/** What the recover trials read of a frame: a REGISTER's reply (its route's position) or a NOTIFICATION's offset. */
+interface Frame {
+  response?: { offset?: number; validOnEvents?: Array<{ offset: number; epoch: string; recovered?: boolean }> };
+}
+
+/** A REGISTER reply's accepted event; throws for any other frame. */
+function accepted(frame: Frame | undefined): { offset: number; epoch: string; recovered?: boolean } {
+  const event = frame?.response?.validOnEvents?.[0];
+  if (!event) throw new Error(`not a REGISTER reply: ${JSON.stringify(frame)}`);
+  return event;
+}
+
 /** A WebSocket client that keeps every text frame, parsed, and can wait for a count of them. */
 class Reader {
   readonly socket: WebSocket;
-  readonly frames: Array<Record<string, any>> = [];
+  readonly frames: Frame[] = [];
   #wake: (() => void) | undefined;
 
   constructor(t: Target, token: string) {
     this.socket = new WebSocket(`ws://127.0.0.1:${t.port}/?x-am-authorization=${token}`);
     this.socket.on('message', (data) => {
-      this.frames.push(JSON.parse(String(data)) as Record<string, any>);
+      this.frames.push(JSON.parse(String(data)) as Frame);
       this.#wake?.();
     });
   }
@@ -126,8 +140,8 @@ class Reader {
   }
 }
 
-async function recover(t: Target, token: string, trials: number): Promise<void> {
-  sampler.phase = `${t.name} history recover`;
+async function recover(ctx: BenchContext, t: Target, token: string, trials: number): Promise<void> {
+  ctx.sampler.phase = `${t.name} history recover`;
   const took: number[] = [];
   for (let trial = 0; trial < trials; trial++) {
     const recipientId = `recover-${Date.now()}-${trial}`;
@@ -135,7 +149,7 @@ async function recover(t: Target, token: string, trials: number): Promise<void> 
     await first.until(1);
     first.register(recipientId);
     await first.until(2);
-    const { offset, epoch } = first.frames[1]!.response.validOnEvents[0];
+    const { offset, epoch } = accepted(first.frames[1]);
     first.close();
     await emitAll(t, token, Array.from({ length: MISSED }, (_, i) => JSON.stringify({ recipientId, n: i, sentAt: Date.now() })), 4);
     const back = new Reader(t, token);
@@ -144,23 +158,24 @@ async function recover(t: Target, token: string, trials: number): Promise<void> 
     back.register(recipientId, { offset, epoch });
     await back.until(2 + MISSED);
     took.push(performance.now() - start);
-    const reply = back.frames[1]!.response.validOnEvents[0];
-    if (reply.recovered !== true || back.frames[2 + MISSED - 1]!.response.offset !== offset + MISSED) {
+    const reply = accepted(back.frames[1]);
+    if (reply.recovered !== true || back.frames[2 + MISSED - 1]?.response?.offset !== offset + MISSED) {
       throw new Error(`trial ${trial}: not recovered whole: ${JSON.stringify(reply)}`);
     }
     back.close();
   }
   took.sort((a, b) => a - b);
   const at = (q: number): number => took[Math.min(took.length - 1, Math.ceil(q * took.length) - 1)]!;
-  results.runs[`${t.name} history recover`] = { trials, missed: MISSED, ms: took.map((ms) => Math.round(ms * 100) / 100) };
-  record('history_recover_100_p50_ms', at(0.5));
-  record('history_recover_100_p99_ms', at(0.99));
+  ctx.results.runs[`${t.name} history recover`] = { trials, missed: MISSED, ms: took.map((ms) => Math.round(ms * 100) / 100) };
+  ctx.record('history_recover_100_p50_ms', at(0.5));
+  ctx.record('history_recover_100_p99_ms', at(0.99));
 }
 
-async function bytes(t: Target, token: string, routes: number, perRoute: number): Promise<void> {
-  sampler.phase = `${t.name} history bytes`;
+async function bytes(ctx: BenchContext, t: Target, token: string, routes: number, perRoute: number): Promise<void> {
+  ctx.sampler.phase = `${t.name} history bytes`;
+  const { redis } = ctx;
   if (!redis) throw new Error('no Redis client');
-  const usedMemory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]);
+  const usedMemory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
   const appended = async (): Promise<number> => (await metric(t.port, 'herald_history_appends_total')) ?? NaN;
   await sleep(1000);
   const [before, appendsBefore] = [await usedMemory(), await appended()];
@@ -171,6 +186,6 @@ async function bytes(t: Target, token: string, routes: number, perRoute: number)
   const [after, appendsAfter] = [await usedMemory(), await appended()];
   const notifications = appendsAfter - appendsBefore;
   if (notifications !== routes * perRoute) throw new Error(`${notifications} appends for ${routes * perRoute} emits`);
-  results.runs[`${t.name} history bytes`] = { routes, perRoute, usedMemoryBefore: before, usedMemoryAfter: after };
-  record('history_redis_bytes_per_notification', (after - before) / notifications);
+  ctx.results.runs[`${t.name} history bytes`] = { routes, perRoute, usedMemoryBefore: before, usedMemoryAfter: after };
+  ctx.record('history_redis_bytes_per_notification', (after - before) / notifications);
 }

@@ -1,8 +1,8 @@
 /** Scenario 1: memory per client, the levels from 0 to 18,000 clients on one node, twice. */
 import { readFileSync } from 'node:fs';
 import { median, rssKb, sleep, type Proc } from './procs.ts';
-import type { Level } from './report.ts';
-import { freshTarget, growFill, LEVELS, prefix, RATE_RUNS, record, redis, results, sampler, serverStats, stopFills, type Target } from './suite.ts';
+import { prefix, serverStats, type BenchContext, type Target } from './context.ts';
+import type { Level } from './results.ts';
 
 /** Kernel slab (/proc/meminfo), KB: every TCP socket lives there, both ends of a loopback connection alike. */
 function slabKb(): number {
@@ -10,8 +10,8 @@ function slabKb(): number {
 }
 
 /** Grow to `clients`, force a GC in the server, and read RSS, heap, Redis and the kernel's slab. */
-async function memoryLevel(t: Target, clients: number, fills: Proc[], held: number): Promise<Level> {
-  await growFill(t, clients, fills, held);
+async function memoryLevel(ctx: BenchContext, t: Target, clients: number, fills: Proc[], held: number): Promise<Level> {
+  await ctx.growFill(t, clients, fills, held);
   // The servers run with bench/gc-preload.ts: SIGUSR2 makes them collect, so heap and RSS hold live data only.
   // Twice: what the first collection frees only through weak callbacks and finalizers goes in the second.
   t.server!.child.kill('SIGUSR2');
@@ -19,7 +19,7 @@ async function memoryLevel(t: Target, clients: number, fills: Proc[], held: numb
   t.server!.child.kill('SIGUSR2');
   await sleep(2000);
   const stats = await serverStats(t);
-  const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await redis!.info('memory'))?.[1]), slabKb: slabKb() };
+  const level: Level = { clients, rssKb: rssKb(t.server!.child.pid!), redisUsedMemory: Number(/used_memory:(\d+)/.exec(await ctx.redis!.info('memory'))?.[1]), slabKb: slabKb() };
   if (stats.heapUsed !== undefined) level.heapUsed = stats.heapUsed;
   return level;
 }
@@ -34,16 +34,16 @@ function slopeKb(levels: Level[], value: (l: Level) => number | undefined): numb
 }
 
 /** One pass over the levels, from a fresh server (the caller's): each level's reading. */
-async function memoryLevels(t: Target, run: number): Promise<Level[]> {
+async function memoryLevels(ctx: BenchContext, t: Target, run: number): Promise<Level[]> {
   const levels: Level[] = [];
   const fills: Proc[] = [];
   try {
-    for (const clients of LEVELS) {
-      sampler.phase = `${t.name} memory ${run} ${clients}`;
-      levels.push(await memoryLevel(t, clients, fills, levels.at(-1)?.clients ?? 0));
+    for (const clients of ctx.options.levels) {
+      ctx.sampler.phase = `${t.name} memory ${run} ${clients}`;
+      levels.push(await memoryLevel(ctx, t, clients, fills, levels.at(-1)?.clients ?? 0));
     }
   } finally {
-    await stopFills(t, fills);
+    await ctx.stopFills(t, fills);
   }
   return levels;
 }
@@ -56,20 +56,20 @@ const MEMORY_FIGURES: Array<[figure: string, value: (l: Level) => number | undef
 ];
 
 /**
- * The levels twice, each pass on a fresh server, and each slope the median of the two passes (as the rates are):
- * one pass's heap slope read anywhere from 2.35 to 3.07 KB on the same code, a level now and then holding 5-10 MB
- * more than the passes before and after it. The table and chart show the last pass; results.json keeps both.
+ * The levels twice, each pass on a fresh server, and each slope the median of the two passes (as the rates are): one
+ * pass's slope swings on the same code. The table and chart show the last pass; results.json keeps both.
  */
-export async function memoryScenario(t: Target): Promise<void> {
+export async function memoryScenario(ctx: BenchContext, t: Target): Promise<void> {
+  const { results } = ctx;
   const passes: Level[][] = [];
-  for (let run = 1; run <= RATE_RUNS; run++) {
-    if (run > 1) await freshTarget(t);
-    const levels = await memoryLevels(t, run);
+  for (let run = 1; run <= ctx.options.rateRuns; run++) {
+    if (run > 1) await ctx.freshTarget(t);
+    const levels = await memoryLevels(ctx, t, run);
     passes.push(levels);
     results.runs[`${t.name} memory ${run}`] = Object.fromEntries(MEMORY_FIGURES.map(([figure, value]) => [figure, slopeKb(levels, value)]));
   }
   results.memory[t.name] = passes.at(-1)!;
   for (const [figure, value] of MEMORY_FIGURES) {
-    record(`${prefix(t)}${figure}`, median(passes.map((levels) => slopeKb(levels, value)).filter((slope) => slope !== undefined)));
+    ctx.record(`${prefix(t)}${figure}`, median(passes.map((levels) => slopeKb(levels, value)).filter((slope) => slope !== undefined)));
   }
 }

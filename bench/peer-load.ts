@@ -16,11 +16,7 @@
 import { connect as connectTcp } from 'node:net';
 import { parseArgs } from 'node:util';
 import { io, type Socket } from 'socket.io-client';
-import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
-import { ON_TIME_MS } from '@herald/loadgen/src/commands/notify.ts';
-import { DEFAULT_TIMEOUT_S } from '@herald/loadgen/src/options.ts';
-import { readInto } from '@herald/loadgen/src/receive.ts';
-import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader } from '@herald/loadgen/src/wire.ts';
+import { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, DEFAULT_TIMEOUT_S, HttpConnection, jsonPostHead, ON_TIME_MS, Opcode, readInto, upgradeRequest, WireReader } from '@herald/loadgen';
 import { BROADCAST_ID } from './peers/common.ts';
 
 type Kind = 'socketio' | 'bare';

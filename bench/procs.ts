@@ -36,20 +36,20 @@ export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', grace
 }
 
 /** A load generator running in the background, and its report once it has exited 0. */
-export interface LoadRun { proc: Proc; done: Promise<Record<string, any>> }
+export interface LoadRun<Report> { proc: Proc; done: Promise<Report> }
 
 /**
  * Start a load generator (`node script ...args`), killed after `timeoutS`. Its report is the file given as
  * `jsonFile` (wsload `--json`), or else its last line on stdout (peer-load). `done` rejects when it fails; a
  * caller that stops waiting on the way (a failed scenario) leaves no unhandled rejection behind.
  */
-export function startLoad(name: string, script: string, args: string[], out: { logFile: string; timeoutS: number; jsonFile?: string }): LoadRun {
+export function startLoad<Report>(name: string, script: string, args: string[], out: { logFile: string; timeoutS: number; jsonFile?: string }): LoadRun<Report> {
   const proc = start(name, 'node', [script, ...args], {}, out.logFile);
   const timer = setTimeout(() => void stop(proc, 'SIGKILL'), out.timeoutS * 1000);
   const done = proc.exited.then(() => {
     clearTimeout(timer);
     if (proc.child.exitCode !== 0) throw new Error(`${name} exited with ${proc.child.exitCode ?? proc.child.signalCode}; see ${out.logFile}`);
-    return JSON.parse(out.jsonFile ? readFileSync(out.jsonFile, 'utf8') : proc.stdout.trim().split('\n').at(-1)!) as Record<string, any>;
+    return JSON.parse(out.jsonFile ? readFileSync(out.jsonFile, 'utf8') : proc.stdout.trim().split('\n').at(-1)!) as Report;
   });
   done.catch(() => {});
   return { proc, done };

@@ -3,9 +3,10 @@
  * each holding idle clients of other people (a fill); one person with two connections on each node; one call to
  * POST .../disconnect on the first node, timed from the call to the last of the person's six sockets closed. Made
  * again with the person connected anew, 100 times (20 with --quick): the figure is the p99 of the cycles, beside
- * their p50. The first WARMUP cycles are not counted, as the other scenarios' first seconds: the first of a run
- * ran cold code on every node (by hand, 52 ms against 5-14 for the next 19). It times a disconnect, not a revoke: a revoke makes the same broadcast and the same closes, after one
- * more write to Redis (its record), and its tokens would then need a new second to be issued in for every cycle.
+ * their p50. The first WARMUP cycles are not counted, as the other scenarios' first seconds: the first of a run runs
+ * cold code on every node. It times a disconnect, not a revoke: a revoke makes the same broadcast and the same closes,
+ * after one more write to Redis (its record), and its tokens would then need a new second to be issued in for every
+ * cycle.
  */
 import WebSocket from 'ws';
 import { startGateway, type FailoverContext } from './failover.ts';

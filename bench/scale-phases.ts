@@ -3,14 +3,7 @@
  * sampled), then with every client connected: one-person notifications (wsload notify), broadcasts to everyone, a
  * rolling restart of every node, and every client leaving at once.
  */
-import { Emitter } from '@herald/loadgen/src/emitter.ts';
-import { registerFrame } from '@herald/loadgen/src/frames.ts';
-import { Histogram } from '@herald/loadgen/src/histogram.ts';
-import type { RunReport } from '@herald/loadgen/src/report.ts';
-import { reconnectFigures } from '@herald/loadgen/src/reconnect.ts';
-import type { Roster } from '@herald/loadgen/src/roster.ts';
-import type { PoolSnapshot } from '@herald/loadgen/src/snapshot.ts';
-import type { WorkerPools } from '@herald/loadgen/src/worker-pools.ts';
+import { Emitter, Histogram, type PoolSnapshot, reconnectFigures, registerFrame, type Roster, type RunReport, type WorkerPools } from '@herald/loadgen';
 import { watchLeave } from './failover.ts';
 import { ROOT, sleep, startLoad } from './procs.ts';
 import type { Fleet } from './scale-fleet.ts';
@@ -133,8 +126,8 @@ export async function notifyRun(ctx: RunContext, name: string, extra: string[], 
   const args = ['notify', httpOf(ctx), '--ws', ctx.fleet.wsUrls.join(','), '--clients', String(NOTIFY_LISTENERS), '-w', '2', '-d', String(seconds), ...extra];
   ctx.results.commands.push(`node packages/loadgen/src/cli.ts ${args.join(' ').replace(/--ws \S+/, `--ws <the ${ctx.fleet.nodes.length} nodes' ws:// URLs>`)}`);
   ctx.log(`notify ${name}: ${args.slice(4).join(' ').replace(/--ws \S+ /, '')}`);
-  const run = startLoad(`notify-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/notify-${name}.log`, timeoutS: seconds + 180, jsonFile });
-  const report = (await run.done) as RunReport;
+  const run = startLoad<RunReport>(`notify-${name}`, WSLOAD, [...args, '--quiet', '--json', jsonFile], { logFile: `${ctx.runDir}/notify-${name}.log`, timeoutS: seconds + 180, jsonFile });
+  const report = await run.done;
   const delivery = report.latency.delivery!;
   ctx.results.notify[name] = {
     delivery, notificationsPerSecond: report.rates.notificationsPerSecond ?? 0, expected: report.counts.expected ?? 0, missing: report.counts.missing ?? 0,

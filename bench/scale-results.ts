@@ -4,7 +4,7 @@
  * memory would let the fleet go with its load generator here or elsewhere.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import type { LatencySummary } from '@herald/loadgen/src/histogram.ts';
+import type { LatencySummary } from '@herald/loadgen';
 import { kernelKb, type Reading } from './scale-memory.ts';
 import type { Costs, Plan } from './scale-plan.ts';
 

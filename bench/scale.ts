@@ -16,11 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { describeMachine, machine } from '@herald/loadgen/src/machine.ts';
-import { parseCommand, type HoldOptions } from '@herald/loadgen/src/options.ts';
-import { prepareRoster } from '@herald/loadgen/src/prepare.ts';
-import type { PoolSnapshot } from '@herald/loadgen/src/snapshot.ts';
-import { WorkerPools } from '@herald/loadgen/src/worker-pools.ts';
+import { describeMachine, type HoldOptions, machine, parseCommand, type PoolSnapshot, prepareRoster, WorkerPools } from '@herald/loadgen';
 import { GATEWAY_NODE_ARGS, ROOT, stopAll } from './procs.ts';
 import { applySysctls, COMPILE_CACHE, Fleet, restoreSysctls, warmCompileCache } from './scale-fleet.ts';
 import { MemorySeries, type Watched } from './scale-memory.ts';

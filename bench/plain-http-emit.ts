@@ -9,7 +9,7 @@
  * `--server raw` reads HTTP/1.1 itself from plain `net` sockets (Content-Length bodies, keep-alive), as the gateway's
  * emit fast path does (packages/gateway/src/http/fast-path.ts): what Node's HTTP server costs is the difference.
  *
- *   node bench/notify-floor.ts [--server http|fastify|raw] [--seconds 10] [--json]
+ *   node bench/plain-http-emit.ts [--server http|fastify|raw] [--seconds 10] [--json]
  *
  * Prints the emits a second and the server's CPU per emit (user + kernel, µs) over the measured seconds (after 2 s
  * not counted); `--json`: as one JSON line, for `make bench`. Ports 26300-26301; stops by itself.
@@ -20,8 +20,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { connect, createServer, type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import { HttpConnection, jsonPostHead } from '@herald/loadgen/src/http-connection.ts';
-import { readInto } from '@herald/loadgen/src/receive.ts';
+import { HttpConnection, jsonPostHead, readInto } from '@herald/loadgen';
 
 const HTTP_PORT = 26300;
 const SOCKETS_PORT = 26301;

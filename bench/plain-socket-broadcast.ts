@@ -6,17 +6,14 @@
  * when the last of them got each message. No WebSocket, no protocol, no Redis: what the gateway's
  * broadcast_18k_last_ms cannot go below on the same cores.
  *
- * The order of the writes matters as much as anything here. On loopback each write also runs the reader's TCP and,
- * when that reader sleeps, wakes it (an IPI to the other core, dear in a VM): written one reader's sockets after
- * another (`--order grouped`), a reader stays awake through its run and most writes wake no one; written in turn
- * across the readers (`interleaved`, the default), as the gateway writes to wsload's workers, which connect side by
- * side, nearly every write wakes one (median 213 against 129 ms, 2026-12-02; the wakeups 21% of the gateway's
- * samples in `perf record`, 11% of the grouped floor's).
+ * The order of the writes matters as much as anything here: on loopback a write to a sleeping reader wakes it, and
+ * written in turn across the readers (`interleaved`, the default, as the gateway writes to wsload's workers) nearly
+ * every write wakes one; `--order grouped` writes one reader's sockets after another (docs/benchmarks/methodology.md).
  *
- *   node bench/floor.ts [--clients 18000] [--chunk 128] [--rounds 10] [--warmup 2] [--order interleaved|grouped] [--json]
+ *   node bench/plain-socket-broadcast.ts [--clients 18000] [--chunk 128] [--rounds 10] [--warmup 2] [--order interleaved|grouped] [--json]
  *
  * The first `--warmup` rounds are written and read but not reported, as the gateway's broadcast-18k run does not
- * count its first two broadcasts (bench/run.ts).
+ * count its first two broadcasts (bench/notify.ts).
  *
  * Prints each round's last told (ms after the first write) and the server's CPU in the kernel for it (`--json`: as
  * one JSON line, for `make bench`). Port 26200,
