@@ -223,9 +223,8 @@ function addressing(values: Values, clients: number, reconnects: boolean): { rec
 
 /**
  * Clients per source address. A connect from an address first binds it, and the kernel's search for a free port
- * grows costly with the ports the address already holds; a second round of binds, while the first round's ports
- * are still held or in TIME_WAIT, cost ~1 ms of system time each at 5,000 per address (49 µs the first time,
- * measured here), so clients that reconnect get fewer per address.
+ * grows costly with the ports the address already holds, and more so for a second round of binds while the first
+ * round's ports are still held or in TIME_WAIT: clients that reconnect get fewer per address (README.md, "Many clients").
  */
 function perAddress(values: Values, clients: number, reconnect: ReconnectPolicy | undefined): number {
   const per = values['per-address'] === undefined ? (reconnect ? 1000 : 5000) : Math.floor(number(values, 'per-address', 1));

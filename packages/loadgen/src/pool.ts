@@ -39,8 +39,8 @@ export interface PoolSpec {
 
 /**
  * The source address of client `index`. A connect from a given address first binds it, and the kernel's
- * search for a free port to bind grows costly past ~5,000 sockets on one address (300 µs of system time per
- * connect at 7,500, 3 ms at 15,000, measured here), so clients are spread 5,000 to an address by default:
+ * search for a free port to bind grows costly past ~5,000 sockets on one address (README.md, "Many clients"), so
+ * clients are spread 5,000 to an address by default:
  * 127.0.0.2, 127.0.0.3, ... 127.0.0.255, 127.0.1.0, ... (the whole of 127/8 is this machine's on Linux).
  */
 export function sourceAddress(index: number, perAddress: number): string | undefined {

@@ -1,9 +1,9 @@
 /**
  * The client side of RFC 6455, as little of it as a load generator needs, on a plain TCP socket. A `ws` client
- * spent ~370 µs of CPU per connection here (its handshake goes through Node's HTTP client, a random key and a
- * SHA-1 per connection, a Receiver and a Sender per socket), more than the node under test spent taking it, on
- * the same 2 cores. Here the upgrade is one string written whole, the key is fixed (so the accept to expect is
- * computed once), and frames are read straight from the received bytes.
+ * costs more per connection than the node under test spends taking it (its handshake goes through Node's HTTP
+ * client, a random key and a SHA-1 per connection, a Receiver and a Sender per socket; figures in README.md). Here
+ * the upgrade is one string written whole, the key is fixed (so the accept to expect is computed once), and frames
+ * are read straight from the received bytes.
  *
  * What it does not do, since no server it drives needs it: extensions (permessage-deflate is never offered),
  * fragmented messages (a fragment ends the connection as a protocol error), messages over 2^32 bytes.
