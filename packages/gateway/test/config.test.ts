@@ -282,7 +282,7 @@ describe('config', () => {
 
   it('emit: its defaults, and any maxBacklogBytes / whenBacklogged taken exactly when valid, else refused naming the field', () => {
     const { emit } = loadConfigFile(DEFAULT_CONFIG_FILE);
-    assert.deepEqual(emit, { maxBacklogBytes: 16 * 1024 * 1024, whenBacklogged: 'refuse' });
+    assert.deepEqual(emit, { maxBacklogBytes: 32 * 1024 * 1024, whenBacklogged: 'refuse' });
     const bytes = fc.oneof(fc.integer({ min: -1, max: 1 << 30 }), fc.double(), fc.constantFrom(65536, 131072, '1048576', null));
     const mode = fc.oneof(fc.constantFrom('refuse', 'wait'), fc.string());
     fc.assert(

@@ -93,9 +93,9 @@ const emit = z
      * Bytes on their way to this node's sockets (written and not yet passed to the kernel, and fan-outs still to
      * write) past which an emit is refused (503 OVERLOADED, Retry-After) or waits (whenBacklogged). At least twice
      * websocket.maxBufferedBytes: one client that does not read holds up to that much before it is shed, and must not
-     * alone hold the node's emits back. Default 16 MiB (docs/configuration.md: how it was chosen).
+     * alone hold the node's emits back. Default 32 MiB (docs/configuration.md: how it was chosen).
      */
-    maxBacklogBytes: z.number().int().min(64 * 1024).default(16 * 1024 * 1024),
+    maxBacklogBytes: z.number().int().min(64 * 1024).default(32 * 1024 * 1024),
     /**
      * What an emit meets past the bound. refuse (default): 503 OVERLOADED with Retry-After, nothing published. wait:
      * published, and answered once the fan-outs this node began before it are handed to its sockets and the backlog is
