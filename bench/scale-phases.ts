@@ -3,7 +3,7 @@
  * sampled), then with every client connected: one-person notifications (wsload notify), broadcasts to everyone, a
  * rolling restart of every node, and every client leaving at once.
  */
-import { Emitter, Histogram, type PoolSnapshot, reconnectFigures, registerFrame, type Roster, type RunReport, type WorkerPools } from '@herald/loadgen';
+import { attemptsFailedOf, connectingOf, Emitter, Histogram, type PoolSnapshot, reconnectFigures, registerFrame, type Roster, type RunReport, type WorkerPools } from '@herald/loadgen';
 import { watchLeave } from './failover.ts';
 import { ROOT, sleep, startLoad } from './procs.ts';
 import type { Fleet } from './scale-fleet.ts';
@@ -99,9 +99,8 @@ export async function fillLevels(ctx: RunContext): Promise<number> {
         stop.abort();
       }
       const memory = ctx.series.readings.at(-1);
-      const connecting = snapshot.started - snapshot.ready - snapshot.failed;
-      const attemptsFailed = Object.values(snapshot.retryFailures).reduce((sum, count) => sum + count, 0);
-      ctx.log(`fill ${n(snapshot.ready)}/${n(level)} ready, ${n(connecting)} connecting, ${n(snapshot.failed)} failed, ${n(attemptsFailed)} attempts failed, ` +
+      ctx.log(`fill ${n(snapshot.ready)}/${n(level)} ready, ${n(connectingOf(snapshot))} connecting, ${n(snapshot.failed)} failed, ` +
+        `${n(attemptsFailedOf(snapshot))} attempts failed, ` +
         `${n(snapshot.dropped)} dropped${memory ? `; ${describeReading(memory)}` : ''}`);
     }, () => undefined), 2000);
     try {

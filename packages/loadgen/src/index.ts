@@ -12,6 +12,6 @@ export { readInto } from './receive.ts';
 export { reconnectFigures, type ReconnectFigures } from './reconnect.ts';
 export type { RunReport } from './report.ts';
 export type { Roster } from './roster.ts';
-export type { PoolSnapshot } from './snapshot.ts';
+export { attemptsFailedOf, connectingOf, type PoolSnapshot } from './snapshot.ts';
 export { clientFrame, CLOSE_TIMEOUT_MS, closeFrame, Opcode, upgradeRequest, WireReader } from './wire.ts';
 export { WorkerPools } from './worker-pools.ts';

@@ -16,7 +16,7 @@ import { Histogram } from './histogram.ts';
 import type { ClientObserver, ClientOptions, HistoryOutcome, LoadClient } from './load-client.ts';
 import { newClient } from './ws-client.ts';
 import { count, type ReportBody } from './report.ts';
-import type { PoolSnapshot } from './snapshot.ts';
+import { attemptsFailedOf, type PoolSnapshot } from './snapshot.ts';
 import { seriesFrom } from './timeline.ts';
 
 /** Bounds of the wait before each attempt, ms (the SDK's minDelayMs and maxDelayMs). */
@@ -156,7 +156,7 @@ export function addReconnect(body: ReportBody, summary: string[], s: PoolSnapsho
   body.reconnect = figures;
   body.latency.away = away;
   for (const [reason, n] of Object.entries(s.retryFailures)) body.failures[`reconnect ${reason}`] = n;
-  const attemptsFailed = Object.values(s.retryFailures).reduce((sum, n) => sum + n, 0);
+  const attemptsFailed = attemptsFailedOf(s);
   const back = figures.allBackS === null ? `${count(figures.away)} still away` : `the last ${figures.allBackS.toFixed(1)} s after the first drop`;
   summary.push(
     `reconnect: ${count(figures.dropped)} dropped, ${count(figures.back)} back registered, ${back}; ` +

@@ -92,6 +92,12 @@ function earliest(a: number, b: number): number {
   return a === 0 ? b : b === 0 ? a : Math.min(a, b);
 }
 
+/** Clients started and not yet ready nor refused for good: connecting, registering, or waiting to try again. */
+export const connectingOf = (s: PoolSnapshot): number => s.started - s.ready - s.failed;
+
+/** Connect attempts that were refused or failed and were tried again (--reconnect), whatever the reason. */
+export const attemptsFailedOf = (s: PoolSnapshot): number => Object.values(s.retryFailures).reduce((sum, n) => sum + n, 0);
+
 export function mergeSnapshots(snapshots: readonly PoolSnapshot[]): PoolSnapshot {
   const total = emptySnapshot();
   const phases = Object.fromEntries(PHASES.map((phase) => [phase, new Histogram()])) as Record<Phase, Histogram>;
