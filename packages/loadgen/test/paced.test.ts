@@ -24,10 +24,16 @@ function batches() {
 test('no more steps than the room allows, and all of them once there is room', async () => {
   let started = 0;
   let finished = 0;
-  const done = paced(50, 100_000, undefined, () => void started++, () => 5 - (started - finished));
+  const waits = new Map<number, () => void>();
+  const startedTo = (n: number) => new Promise<void>((resolve) => (started >= n ? resolve() : waits.set(n, resolve)));
+  const step = () => waits.get(++started)?.();
+  const done = paced(50, 100_000, undefined, step, () => 5 - (started - finished));
+  await startedTo(5);
+  // The pace ticks every few ms: several ticks without room start nothing more.
   await sleep(50);
   assert.equal(started, 5, 'five in flight, the rest held');
   finished = 5;
+  await startedTo(10);
   await sleep(50);
   assert.equal(started, 10);
   finished = 50;
@@ -50,8 +56,12 @@ test('a pace held for a while resumes at its rate: the time without room is not 
 test('an abort ends the pace with the steps taken so far', async () => {
   const controller = new AbortController();
   let started = 0;
-  const done = paced(1_000_000, 1000, controller.signal, () => void started++);
-  await sleep(30);
+  const { promise: first, resolve } = Promise.withResolvers<void>();
+  const done = paced(1_000_000, 1000, controller.signal, () => {
+    started++;
+    resolve();
+  });
+  await first;
   controller.abort();
   await done;
   const atAbort = started;
