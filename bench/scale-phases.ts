@@ -9,7 +9,7 @@ import { ROOT, sleep, startLoad } from './procs.ts';
 import type { Fleet } from './scale-fleet.ts';
 import { kernelKb, reading, type MemorySeries, type Reading, type Watched } from './scale-memory.ts';
 import { NOTIFY_LISTENERS, type Plan } from './scale-plan.ts';
-import type { Level, ScaleResults } from './scale-results.ts';
+import type { FleetSweeps, Level, ScaleResults } from './scale-results.ts';
 
 export interface RunContext {
   plan: Plan;
@@ -145,6 +145,14 @@ async function until(ctx: RunContext, done: (s: PoolSnapshot) => boolean, timeou
   }
 }
 
+const SWEEP_COUNTERS = ['herald_broker_sweeps_spared_total', 'herald_broker_swept_routes_total', 'herald_broker_resyncs_total'];
+
+/** The fleet's sweep counters now, added up over its nodes. */
+async function fleetSweeps(ctx: RunContext): Promise<FleetSweeps> {
+  const [spared, sweptRoutes, resyncs] = await Promise.all(SWEEP_COUNTERS.map((name) => ctx.fleet.sum(name)));
+  return { spared: spared!, sweptRoutes: sweptRoutes!, resyncs: resyncs! };
+}
+
 /** Every held client joins the broadcast audience (one more subscription each, sampled), then the broadcasts, one after another. */
 export async function broadcastPhase(ctx: RunContext, held: number): Promise<void> {
   ctx.series.phase = 'one more subscription';
@@ -166,6 +174,7 @@ export async function broadcastPhase(ctx: RunContext, held: number): Promise<voi
   for (let b = 1; b <= ctx.plan.options.broadcasts && !ctx.signal.aborted; b++) {
     ctx.series.phase = `broadcast ${b}`;
     await ctx.clients.resetDelivery();
+    const sweepsBefore = await fleetSweeps(ctx);
     const emitter = new Emitter({
       httpBase: httpOf(ctx), userPath: 'bench', apiToken: ctx.roster.apiToken, connections: 1, durationS: 0.5, rate: 1,
       event: AUDIENCE, recipients: [''], weights: [joined.subscribed], timeoutMs: 120_000,
@@ -173,9 +182,11 @@ export async function broadcastPhase(ctx: RunContext, held: number): Promise<voi
     const stats = await emitter.run();
     const told = await until(ctx, (s) => s.received >= stats.expected, 120_000);
     const delivery = Histogram.from(told.delivery).summary();
-    const result = { told: told.received, of: stats.expected, answeredMs: stats.latency.summary().max, firstMs: delivery.min, halfMs: delivery.p50, lastMs: delivery.max };
+    const sweepsAfter = await fleetSweeps(ctx);
+    const sweeps = { spared: sweepsAfter.spared - sweepsBefore.spared, sweptRoutes: sweepsAfter.sweptRoutes - sweepsBefore.sweptRoutes, resyncs: sweepsAfter.resyncs - sweepsBefore.resyncs };
+    const result = { told: told.received, of: stats.expected, answeredMs: stats.latency.summary().max, firstMs: delivery.min, halfMs: delivery.p50, lastMs: delivery.max, sweeps };
     ctx.results.broadcasts.push(result);
-    ctx.log(`broadcast ${b}: ${n(result.told)} of ${n(result.of)} told; answered after ${result.answeredMs.toFixed(0)} ms; first ${result.firstMs.toFixed(0)} ms, half ${result.halfMs.toFixed(0)} ms, last ${result.lastMs.toFixed(0)} ms`);
+    ctx.log(`broadcast ${b}: ${n(result.told)} of ${n(result.of)} told; answered after ${result.answeredMs.toFixed(0)} ms; first ${result.firstMs.toFixed(0)} ms, half ${result.halfMs.toFixed(0)} ms, last ${result.lastMs.toFixed(0)} ms; lapsed nodes spared ${n(sweeps.spared)}, routes swept ${n(sweeps.sweptRoutes)}, resyncs ${n(sweeps.resyncs)}`);
     await sleep(2000);
   }
 }

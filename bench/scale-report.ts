@@ -85,7 +85,7 @@ function withEveryone(r: ScaleResults): string {
   const rows = Object.entries(r.notify).map(([name, x]) =>
     `| one person each, ${name === 'paced' ? '1,000/s' : 'as many as the fleet takes'} | ${n(x.notificationsPerSecond)} | ${f2(x.delivery.p50)} | ${f2(x.delivery.p99)} | ${f2(x.delivery.max)} | ${n(x.expected)} | ${n(x.missing)} |`);
   const broadcasts = r.broadcasts.map((b, i) =>
-    `| ${i + 1} | ${n(b.told)} of ${n(b.of)} | ${n(b.answeredMs)} | ${n(b.firstMs)} | ${n(b.halfMs)} | **${n(b.lastMs)}** | ${n(b.told / (b.lastMs / 1000))} |`);
+    `| ${i + 1} | ${n(b.told)} of ${n(b.of)} | ${n(b.answeredMs)} | ${n(b.firstMs)} | ${n(b.halfMs)} | **${n(b.lastMs)}** | ${n(b.told / (b.lastMs / 1000))} | ${b.sweeps ? `${n(b.sweeps.spared)} / ${n(b.sweeps.sweptRoutes)} / ${n(b.sweeps.resyncs)}` : '-'} |`);
   const sub = r.subscription;
   const subText = sub === undefined ? '' : `
 Before the broadcasts every client joined \`everyone\` (a second REGISTER, without criteria): ${n(sub.accepted)} accepted,
@@ -102,10 +102,13 @@ listener's read.
 |---|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 ${subText}
-One emit of \`everyone\` per broadcast; times from the call's write to each client's read:
+One emit of \`everyone\` per broadcast; times from the call's write to each client's read. The last column adds up
+the nodes' counters over each broadcast: a node whose heartbeat lapsed while the frames were written is spared while
+Redis still holds its connection (\`redis.connectedLeaseMs\`); its routes swept would mean its clients missed the
+broadcast until it wrote them again.
 
-| broadcast | clients told | call answered after, ms | the first, ms | half of them, ms | the last, ms | told a second |
-|---|---:|---:|---:|---:|---:|---:|
+| broadcast | clients told | call answered after, ms | the first, ms | half of them, ms | the last, ms | told a second | lapsed nodes spared / routes swept / resyncs |
+|---|---:|---:|---:|---:|---:|---:|---:|
 ${broadcasts.join('\n')}
 `;
 }

@@ -27,6 +27,15 @@ export interface BroadcastResult {
   firstMs: number;
   halfMs: number;
   lastMs: number;
+  /** The fleet's sweeps while it ran (every node's counters, added up); absent in runs from before they were read. */
+  sweeps?: FleetSweeps;
+}
+
+/** Lapsed nodes spared (each node and sweep round), live or dead nodes' routes swept, nodes that wrote their routes again. */
+export interface FleetSweeps {
+  spared: number;
+  sweptRoutes: number;
+  resyncs: number;
 }
 
 export interface ScaleResults {

@@ -160,6 +160,11 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       help: 'Sweeps this node skipped because its own heartbeat ran late (a starved machine runs every timer late, so lapsed leases there prove nothing)',
       registers,
     }),
+    sweepsSpared: new Counter({
+      name: 'herald_broker_sweeps_spared_total',
+      help: 'Nodes this node did not sweep, each round, though their lease lapsed: Redis still held their connection (stalled, not dead)',
+      registers,
+    }),
     brokerWriteFailures: new Counter({
       name: 'herald_broker_write_failures_total',
       help: 'Registry writes that failed (repaired by the next resync)',

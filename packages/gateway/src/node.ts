@@ -225,6 +225,7 @@ export class Gateway {
       target: redis,
       nodeId,
       leaseMs: redis.leaseMs,
+      connectedLeaseMs: redis.connectedLeaseMs,
       sweepIntervalMs: redis.sweepIntervalMs,
       routeBuckets: redis.routeBuckets,
       observer: {
@@ -237,6 +238,7 @@ export class Gateway {
           log.warn({ deadNodeId, routes }, 'swept the routes of a dead node');
         },
         sweepDeferred: () => metrics.sweepsDeferred.inc(),
+        spared: () => metrics.sweepsSpared.inc(),
         writeFailed: (error) => {
           metrics.brokerWriteFailures.inc();
           if (!this.#redisLost) log.warn({ err: error }, 'a Redis write failed; the node will write its routes again');

@@ -166,6 +166,15 @@ describe('config', () => {
     refuses(raw, ['redis.routeBuckets']);
   });
 
+  it('defaults redis.connectedLeaseMs to 60 s or leaseMs if longer, and refuses one shorter than leaseMs', () => {
+    const connectedLease = (redis: Record<string, unknown>) =>
+      loadConfigFile(writeConfig({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', ...redis } })).redis?.connectedLeaseMs;
+    assert.equal(connectedLease({}), 60_000);
+    assert.equal(connectedLease({ leaseMs: 90_000 }), 90_000);
+    assert.equal(connectedLease({ leaseMs: 5000, connectedLeaseMs: 5000 }), 5000);
+    refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', leaseMs: 20_000, connectedLeaseMs: 10_000 } }, ['redis.connectedLeaseMs', 'at least leaseMs']);
+  });
+
   it('canary and status: defaults 5 s, 15 s and 2 s; integers in range taken, a timeout not past the interval and anything else refused', () => {
     const config = loadConfigFile(DEFAULT_CONFIG_FILE);
     assert.deepEqual([config.canary, config.status], [{ intervalMs: 5000, timeoutMs: 15_000 }, { intervalMs: 2000 }]);

@@ -125,6 +125,8 @@ export interface BrokerObserver {
   swept(deadNodeId: string, routes: number): void;
   /** This node judged no one dead this round: its own heartbeat ran late, so its clock of others' is not to be trusted. */
   sweepDeferred(): void;
+  /** A node's lease lapsed, but Redis still holds its connection: stalled rather than dead, so not swept (yet). */
+  spared(nodeId: string): void;
   /** A registry write failed; a resync will repair it. */
   writeFailed(error: Error): void;
   /**

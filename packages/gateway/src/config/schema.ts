@@ -276,6 +276,11 @@ const redis = z
     cluster: z.array(z.string().regex(/^[^:]+:\d+$/, 'host:port')).optional(),
     /** A node whose heartbeat is older than this is dead, and its routes are swept. Default 10 s. */
     leaseMs: z.number().int().min(1000).default(10_000),
+    /**
+     * A node whose lease lapsed but whose connection Redis still holds (CLIENT LIST) is stalled, not dead: it is
+     * swept only once its heartbeat is older than this. At least leaseMs. Default: 60 s, or leaseMs if longer.
+     */
+    connectedLeaseMs: z.number().int().min(1000).optional(),
     /** How often each node looks for dead nodes to sweep (one ZRANGEBYSCORE). Default 2 s. */
     sweepIntervalMs: z.number().int().min(100).default(2000),
     /**
@@ -287,9 +292,11 @@ const redis = z
     routeBuckets: z.number().int().min(1).max(1 << 20).default(4096),
   })
   .strict()
+  .refine((r) => (r.connectedLeaseMs ?? r.leaseMs) >= r.leaseMs, { message: 'connectedLeaseMs must be at least leaseMs', path: ['connectedLeaseMs'] })
   .refine((r) => (r.url === undefined) !== (r.cluster === undefined), {
     message: 'set exactly one of url and cluster',
-  });
+  })
+  .transform((r) => ({ ...r, connectedLeaseMs: r.connectedLeaseMs ?? Math.max(60_000, r.leaseMs) }));
 
 const canary = z
   .object({

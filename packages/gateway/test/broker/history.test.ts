@@ -33,7 +33,7 @@ after(async () => {
  */
 async function node(deliveries: DeliveryHandler = () => {}, leaseMs = 1500): Promise<{ broker: RedisBroker; prefix: string }> {
   const prefix = `h${++prefixes}`;
-  const broker = new RedisBroker({ target: { url: redis.url }, nodeId: 'a', observer: quiet, leaseMs, sweepIntervalMs: leaseMs, keyPrefix: prefix, routeBuckets: 16, histories: HISTORIES });
+  const broker = new RedisBroker({ target: { url: redis.url }, nodeId: 'a', observer: quiet, leaseMs, connectedLeaseMs: leaseMs, sweepIntervalMs: leaseMs, keyPrefix: prefix, routeBuckets: 16, histories: HISTORIES });
   open.push(broker);
   await broker.start(deliveries);
   await until(async () => (await redis.cli('client', 'list')).split('\n').length >= 3, 'the lean connection');

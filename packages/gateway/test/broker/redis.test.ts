@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import type { BrokerObserver, DeliveryHandler } from '../../src/broker/broker.ts';
 import { RedisBroker, type RedisBrokerOptions } from '../../src/broker/redis/broker.ts';
+import { connect } from '../../src/broker/redis/connection.ts';
 import { bucketOf, keyspace } from '../../src/broker/redis/keys.ts';
 import { ConfigError, GatewayError } from '../../src/errors.ts';
 import { routeOf } from '../../src/events/routing.ts';
@@ -27,6 +29,7 @@ function watcher() {
     resynced: () => fire('resynced'),
     swept: () => fire('swept'),
     sweepDeferred: () => fire('sweepDeferred'),
+    spared: () => fire('spared'),
     writeFailed: () => fire('writeFailed'),
     leanReads() {},
     undeliverable: () => fire('undeliverable'),
@@ -35,14 +38,14 @@ function watcher() {
     redisLost() {},
     redisBack() {},
   };
-  const next = (kind: 'resynced' | 'swept' | 'sweepDeferred' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
+  const next = (kind: 'resynced' | 'swept' | 'sweepDeferred' | 'spared' | 'writeFailed' | 'undeliverable') => new Promise<void>((resolve) => waiting.push({ kind, resolve }));
   return { observer, next };
 }
 
 type Options = Partial<RedisBrokerOptions> & Pick<RedisBrokerOptions, 'target' | 'nodeId' | 'observer'>;
 /** Prefix `gw` and 4096 buckets, as a node with the default config has (one test below starts such a node). */
 const broker = (options: Options) =>
-  new RedisBroker({ leaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', routeBuckets: 4096, ...options });
+  new RedisBroker({ leaseMs: 1500, connectedLeaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', routeBuckets: 4096, ...options });
 
 /** Calls of each command since the server started (INFO commandstats). */
 async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
@@ -138,6 +141,39 @@ describe('on one redis-server', () => {
     while (Date.now() < heldUntil);
     await Promise.all([deferred, swept]);
     assert.deepEqual(order, ['deferred', 'swept'], 'swept only after a heartbeat of its own');
+    await survivor.close();
+  });
+
+  test('a lapsed node whose connection Redis still holds is spared: swept once that connection closes, or past connectedLeaseMs', async () => {
+    const keys = keyspace('stalled');
+    const { observer, next } = watcher();
+    const survivor = broker({ target: { url: redis.url }, nodeId: 'survivor', observer, keyPrefix: 'stalled', routeBuckets: 1, connectedLeaseMs: 60_000 });
+    await survivor.start(() => {});
+    const route = routeOf('order-updates', { recipientId: 'away' })!;
+    /** A node as Redis sees it while its process is stalled: its connection open under its name, its heartbeat `late`. */
+    const stalledNode = async (nodeId: string, late: number) => {
+      const connection = new Redis(redis.url, { connectionName: keys.clientName(nodeId) });
+      await connection.ping();
+      await redis.cli('hset', keys.routeBucket(0), route.key, nodeId);
+      await redis.cli('setbit', keys.nodeBuckets(nodeId), '0', '1');
+      await redis.cli('zadd', keys.nodes, String(Date.now() - late), nodeId);
+      return connection;
+    };
+    const stalled = await stalledNode('stalled node', 5000);
+    assert.match(await redis.cli('client', 'list'), / name=stalled:node:stalled%20node /);
+    const sweptAtOnce = next('swept').then(() => 'swept');
+    assert.equal(await Promise.race([next('spared').then(() => 'spared'), sweptAtOnce]), 'spared');
+    await next('spared');
+    assert.equal(await redis.cli('hget', keys.routeBucket(0), route.key), 'stalled node', 'its route stays while it is connected');
+    const swept = next('swept');
+    await stalled.quit();
+    await swept;
+    assert.equal(await redis.cli('hexists', keys.routeBucket(0), route.key), '0');
+    // A stuck process, or a connection whose end Redis has not seen (a host gone): swept past connectedLeaseMs anyway.
+    const stuck = await stalledNode('stuck', 61_000);
+    await next('swept');
+    assert.equal(await redis.cli('hexists', keys.routeBucket(0), route.key), '0');
+    await stuck.quit();
     await survivor.close();
   });
 
@@ -370,7 +406,7 @@ describe('on one redis-server', () => {
   });
 });
 
-test('on a Redis Cluster, route keys spread over every master', async () => {
+test('on a Redis Cluster, route keys spread over every master, and every master knows the node by name', async () => {
   const cluster = await startRedisCluster();
   const node = broker({ target: { cluster: cluster.nodes }, nodeId: 'spreader', observer: watcher().observer });
   await node.start(() => {});
@@ -378,6 +414,12 @@ test('on a Redis Cluster, route keys spread over every master', async () => {
   const perMaster = await Promise.all(cluster.servers.map(async (server) => Number(await server.cli('dbsize'))));
   // 300 routes in ~290 of 4096 bucket hashes, over 3 masters: each holds a fair share (well above zero, well below all).
   for (const keys of perMaster) assert.ok(keys > 60 && keys < 200, `keys per master: ${perMaster}`);
+  // What a sweeper reads to tell a stalled node from a dead one: CLIENT LIST of every master.
+  const reader = connect({ cluster: cluster.nodes }, 'gw:node:reader');
+  await reader.whenReady();
+  assert.ok((await reader.clientNames()).has(keyspace('gw').clientName('spreader')));
+  await reader.close();
+  for (const server of cluster.servers) assert.match(await server.cli('client', 'list'), / name=gw:node:spreader /);
   await node.close();
   await cluster.stop();
 });

@@ -16,7 +16,7 @@ function fleetOn(target: () => RedisTarget) {
   return async () => {
     const keyPrefix = `t${randomBytes(4).toString('hex')}`;
     const make = (nodeId: string) =>
-      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2, histories: CONTRACT_HISTORIES });
+      new RedisBroker({ target: target(), nodeId, leaseMs: 10_000, connectedLeaseMs: 10_000, sweepIntervalMs: 5000, observer: quiet, keyPrefix, routeBuckets: 2, histories: CONTRACT_HISTORIES });
     const brokers = [make('node-a'), make('node-b'), make('node-c')] as const;
     return {
       brokers: [...brokers] as [RedisBroker, RedisBroker, RedisBroker],

@@ -6,6 +6,7 @@ export const quietObserver: BrokerObserver = {
   resynced() {},
   swept() {},
   sweepDeferred() {},
+  spared() {},
   writeFailed() {},
   leanReads() {},
   undeliverable() {},

@@ -37,6 +37,8 @@ export interface RedisBrokerOptions {
   target: RedisTarget;
   nodeId: string;
   leaseMs: number;
+  /** How long a node whose connection Redis still holds may go without a heartbeat before it is swept (≥ leaseMs). */
+  connectedLeaseMs: number;
   sweepIntervalMs: number;
   observer: BrokerObserver;
   /** Hashes the routes are spread over (config redis.routeBuckets); the same on every node of a fleet. */
@@ -84,7 +86,7 @@ export class RedisBroker implements Broker {
     this.nodeId = options.nodeId;
     this.#observer = options.observer;
     this.#keys = keyspace(options.keyPrefix);
-    this.#connection = connect(options.target, {
+    this.#connection = connect(options.target, this.#keys.clientName(this.nodeId), {
       leanReads: (lean, why) => options.observer.leanReads(lean, why),
       lost: (why) => options.observer.redisLost(why),
       back: () => options.observer.redisBack(),
@@ -107,6 +109,7 @@ export class RedisBroker implements Broker {
       keys: this.#keys,
       nodeId: this.nodeId,
       leaseMs: options.leaseMs,
+      connectedLeaseMs: options.connectedLeaseMs,
       sweepIntervalMs: options.sweepIntervalMs,
       observer: options.observer,
       shapes: this.#shapes,

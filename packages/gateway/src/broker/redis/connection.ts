@@ -21,6 +21,11 @@ export interface Connection {
   ready(): boolean;
   /** Resolves once commands can be sent (ioredis keeps reconnecting until then). */
   whenReady(): Promise<void>;
+  /**
+   * The names of the clients connected to Redis now (CLIENT LIST; on a Cluster, of every master). A process that
+   * died has none: the kernel closed its sockets and Redis saw it.
+   */
+  clientNames(): Promise<Set<string>>;
   /** Receive messages on a sharded channel. */
   subscribe(channel: string, onMessage: (message: Buffer) => void): Promise<void>;
   /** Called each time the command connection becomes ready (first time, and after each reconnect). */
@@ -76,23 +81,24 @@ export interface ConnectionListeners {
   back?: () => void;
 }
 
-export function connect(target: RedisTarget, listeners: ConnectionListeners = {}): Connection {
+/** `name`: what every connection calls itself (CLIENT SETNAME); a refused SETNAME is ignored (ioredis). */
+export function connect(target: RedisTarget, name: string, listeners: ConnectionListeners = {}): Connection {
   if (target.cluster) {
     const cluster = new Cluster(target.cluster.map(hostPort), {
       shardedSubscribers: true,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
-      redisOptions: { maxRetriesPerRequest: 1 },
+      redisOptions: { maxRetriesPerRequest: 1, connectionName: name },
     });
     // The cluster client keeps sharded subscribers of its own, one per master.
     return connection(cluster, cluster, readsThrough(cluster, false), listeners);
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
-  const commands = new BatchingRedis(url, COMMON);
+  const commands = new BatchingRedis(url, { ...COMMON, connectionName: name });
   // Channels are subscribed again by subscribe() below, not by ioredis: its own resubscription leaves a refusal unhandled.
-  const subscriber = new Redis(url, { ...COMMON, enableOfflineQueue: true, autoResubscribe: false });
+  const subscriber = new Redis(url, { ...COMMON, connectionName: name, enableOfflineQueue: true, autoResubscribe: false });
   return connection(commands, subscriber, readsFor(url, commands, listeners.leanReads), listeners);
 }
 
@@ -118,6 +124,11 @@ function connection(commands: Commands, subscriber: Commands, reads: Reads, list
       (subscriber as Redis).on('ready', () => void subscriber.ssubscribe(channel).catch(retry));
     },
     onReady: (listener) => void commands.on('ready', listener),
+    async clientNames() {
+      const servers = commands instanceof Cluster ? commands.nodes('master') : [commands];
+      const lists = await Promise.all(servers.map((server) => server.client('LIST') as Promise<string>));
+      return new Set(lists.flatMap((list) => Array.from(list.matchAll(/ name=(\S+)/g), ([, named]) => named!)));
+    },
     reads,
     async close() {
       reachability.closing();

@@ -17,6 +17,7 @@
  * | gw:{revocations}             | sorted set | subject -> when its tokens were revoked, ms (control.ts)     |
  * | gw:{status}                  | hash       | nodeId -> its status record, JSON (status.ts)                |
  * | channel gw:node:{<nodeId>}   | sharded    | emits and control messages for that node (SPUBLISH / SSUBSCRIBE) |
+ * | gw:node:<nodeId>             | client name| the node's connections (CLIENT SETNAME): stalled, not dead  |
  * | gw:hist:{<routeKey>}         | stream     | a history event's route: its last notifications, IDs <offset>-0 |
  * | gw:hmeta:{<routeKey>}        | hash       | that route's position: s = last offset, e = epoch            |
  * | gw:hshapes:{<event>}         | sorted set | a history event's shapes -> when a node last held one, ms    |
@@ -43,6 +44,8 @@ export interface Keyspace {
   readonly revocations: string;
   readonly status: string;
   channel(nodeId: string): string;
+  /** The name the node's connections give themselves (CLIENT SETNAME takes no spaces: the id is URI-encoded). */
+  clientName(nodeId: string): string;
   history(routeKey: string): string;
   historyPosition(routeKey: string): string;
   historyShapes(event: string): string;
@@ -67,6 +70,7 @@ export function keyspace(prefix = 'gw'): Keyspace {
     revocations: `${prefix}:{revocations}`,
     status: `${prefix}:{status}`,
     channel: (nodeId) => `${prefix}:node:{${nodeId}}`,
+    clientName: (nodeId) => `${prefix}:node:${encodeURIComponent(nodeId)}`,
     history: (routeKey) => `${prefix}:hist:{${routeKey}}`,
     historyPosition: (routeKey) => `${prefix}:hmeta:{${routeKey}}`,
     historyShapes: (event) => `${prefix}:hshapes:{${event}}`,

@@ -1,6 +1,9 @@
 /**
  * Node leases: each node writes a heartbeat; a node whose heartbeat is older than the lease is dead, and
- * one survivor (holding a lock) sweeps its routes. A heartbeat that finds this node's entry gone (Redis
+ * one survivor (holding a lock) sweeps its routes. A node whose heartbeat lapsed but whose connection Redis still
+ * holds is starved or stuck rather than dead: it is swept only once its heartbeat is older than the connected lease.
+ * Sweeping a live node costs its clients every notification until it writes its routes again; leaving a dead
+ * node's routes costs only publishes that nobody reads. A heartbeat that finds this node's entry gone (Redis
  * restarted empty, FLUSHALL, or this node was swept while it stalled) makes the node write its state again.
  */
 import type { BrokerObserver } from '../broker.ts';
@@ -14,6 +17,8 @@ export interface LeaseOptions {
   keys: Keyspace;
   nodeId: string;
   leaseMs: number;
+  /** The lease of a node Redis still sees connected (≥ leaseMs). */
+  connectedLeaseMs: number;
   sweepIntervalMs: number;
   observer: BrokerObserver;
   shapes: ShapeIndex;
@@ -90,28 +95,50 @@ export class Lease {
   /**
    * Find nodes whose lease expired and sweep each one that no other survivor is sweeping. Not while this node's own
    * heartbeat is older than two of its intervals: on a starved machine every node's timers run late, and live nodes'
-   * leases lapse together; sweeping them would strip the routes of nodes that are only slow.
+   * leases lapse together; sweeping them would strip the routes of nodes that are only slow. A sweeper that is on
+   * time can still see a starved node lapse: that one is spared while Redis holds its connection.
    */
   async sweep(): Promise<void> {
-    const { connection, keys, nodeId, leaseMs, observer, routes } = this.#options;
+    const { connection, keys, nodeId, leaseMs, observer } = this.#options;
     if (Date.now() - this.#beatAt > 2 * this.#heartbeatMs()) {
       observer.sweepDeferred();
       return;
     }
     const redis = connection.commands;
     try {
-      const dead = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs);
-      for (const deadId of dead) {
-        if (deadId === nodeId) continue;
-        if ((await redis.set(keys.sweepLock(deadId), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') continue;
-        // It may have come back since we looked.
-        const seen = await redis.zscore(keys.nodes, deadId);
-        if (seen !== null && Number(seen) > Date.now() - leaseMs) continue;
-        observer.swept(deadId, await this.remove(deadId, await routes.bucketsOf(deadId)));
+      const lapsed = (await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs, 'WITHSCORES')).flatMap(
+        (member, i, flat) => (i % 2 === 0 && member !== nodeId ? [{ id: member, beatAt: Number(flat[i + 1]) }] : []),
+      );
+      if (lapsed.length === 0) return;
+      const connected = await this.#connectedNames();
+      for (const { id, beatAt } of lapsed) {
+        if (this.#stillConnected(id, beatAt, connected)) observer.spared(id);
+        else await this.#sweepOne(id);
       }
     } catch (error) {
       observer.writeFailed(error as Error);
     }
+  }
+
+  /** The names of Redis's clients, or undefined if it would not tell (an ACL without CLIENT LIST). */
+  #connectedNames(): Promise<Set<string> | undefined> {
+    return this.#options.connection.clientNames().catch(() => undefined);
+  }
+
+  /** Unknown counts as connected: a node is then swept after the connected lease, late but never while alive. */
+  #stillConnected(id: string, beatAt: number, connected: Set<string> | undefined): boolean {
+    if (beatAt <= Date.now() - this.#options.connectedLeaseMs) return false;
+    return connected === undefined || connected.has(this.#options.keys.clientName(id));
+  }
+
+  async #sweepOne(deadId: string): Promise<void> {
+    const { connection, keys, nodeId, leaseMs, observer, routes } = this.#options;
+    const redis = connection.commands;
+    if ((await redis.set(keys.sweepLock(deadId), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') return;
+    // It may have come back since we looked.
+    const seen = await redis.zscore(keys.nodes, deadId);
+    if (seen !== null && Number(seen) > Date.now() - leaseMs) return;
+    observer.swept(deadId, await this.remove(deadId, await routes.bucketsOf(deadId)));
   }
 
   /**
