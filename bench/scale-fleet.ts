@@ -5,6 +5,7 @@
  * old one, which drains. Also the kernel settings the run raises, written back at the end.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { Redis } from 'ioredis';
 import { startGateway, type GatewayLaunch } from './failover.ts';
 import { metric, ROOT, startRedis, stop, type Proc } from './procs.ts';
@@ -34,6 +35,12 @@ async function inBatches<T>(count: number, size: number, make: (i: number) => Pr
   return made;
 }
 
+/**
+ * Redis's scheduling priority (nice): a fleet's Redis has cores of its own, not a 1/87th share of two; without it a
+ * broadcast to every client starves Redis, and every node's heartbeat waits in it (docs/scale.md, "Redis's share").
+ */
+const REDIS_NICE = -10;
+
 export class Fleet {
   readonly nodes: FleetNode[] = [];
   redis: { proc: Proc; db: Redis } | undefined;
@@ -62,6 +69,7 @@ export class Fleet {
   async start(onNode: (node: FleetNode) => void): Promise<void> {
     const { port } = this.#plan.options;
     const proc = await startRedis('redis', port, `${this.#launch.runDir}/redis.log`);
+    setPriority(proc.child.pid!, REDIS_NICE);
     this.redis = { proc, db: new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }) };
     await inBatches(this.#plan.nodes, STARTING_AT_ONCE, async (i) => {
       const id = `scale-${i + 1}`;

@@ -31,7 +31,7 @@ export interface BroadcastResult {
   sweeps?: FleetSweeps;
 }
 
-/** Lapsed nodes spared (each node and sweep round), live or dead nodes' routes swept, nodes that wrote their routes again. */
+/** Lapsed nodes spared (once per node and sweep lock), live or dead nodes' routes swept, nodes that wrote their routes again. */
 export interface FleetSweeps {
   spared: number;
   sweptRoutes: number;

@@ -162,7 +162,7 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
     }),
     sweepsSpared: new Counter({
       name: 'herald_broker_sweeps_spared_total',
-      help: 'Nodes this node did not sweep, each round, though their lease lapsed: Redis still held their connection (stalled, not dead)',
+      help: 'Lapsed nodes this node did not sweep (once per node and sweep lock): Redis still held their connection, so stalled rather than dead',
       registers,
     }),
     brokerWriteFailures: new Counter({

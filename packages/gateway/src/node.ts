@@ -77,6 +77,8 @@ export class Gateway {
   /** Whether the emit's reads were last said to be on their own connection (undefined: not said yet). */
   #leanReads: boolean | undefined;
   #ports: Ports | undefined;
+  /** The broker's leaving of the fleet, once the drain has begun it. */
+  #leaving: Promise<void> = Promise.resolve();
 
   private constructor(
     config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string, prepared: ReadonlyMap<string, PreparedCode>,
@@ -326,8 +328,22 @@ export class Gateway {
   }
 
   /**
+   * Take this node's routes out of Redis, waiting at most a share of the drain's deadline: past it the clients are
+   * told to go while the removal goes on. What it has not removed when the process exits, a survivor sweeps (the
+   * node's connection closes with it).
+   */
+  async #leaveFleet(deadline: number): Promise<void> {
+    this.#leaving = this.broker.close();
+    const waitMs = (deadline - performance.now()) * LEAVE_SHARE_OF_DEADLINE;
+    const late = delay(waitMs, 'late' as const, { ref: false });
+    if ((await Promise.race([this.#leaving, late])) === 'late') {
+      this.log.warn({ waitedMs: Math.round(waitMs) }, "leaving the fleet's Redis state takes long: clients are told to go meanwhile");
+    }
+  }
+
+  /**
    * Drain: report not-ready at once (the load balancer stops sending clients), refuse new ones, take this
-   * node's routes out of the fleet, then tell clients to go elsewhere (1001) in batches, so that their
+   * node's routes out of the fleet (waiting a third of the deadline at most), then tell clients to go elsewhere (1001) in batches, so that their
    * reconnects spread out, and release everything. The caller bounds it in time (config.drain.deadlineMs).
    * A node sharing its port (server.reusePort) stops listening first instead: its successor on the same port
    * takes every new client, and a client this node refused would wait 1-5 s before it tried again.
@@ -345,7 +361,7 @@ export class Gateway {
     this.#fleetStatus.stop();
     this.#sessions.close();
     this.#revocations.close();
-    await this.broker.close();
+    await this.#leaveFleet(deadline);
     const { batchSize, batchIntervalMs } = this.config.drain;
     const sessions = [...this.hub.sessions];
     const drainStart = performance.now();
@@ -360,6 +376,7 @@ export class Gateway {
       }
     }
     this.#fastPath?.close();
+    await this.#leaving;
     await this.#http.close();
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
@@ -367,6 +384,12 @@ export class Gateway {
     await this.#webhooks?.close(deadline - WEBHOOK_FLUSH_MARGIN_MS);
   }
 }
+
+/**
+ * The share of the drain's deadline that leaving the fleet (its routes out of Redis) may take before the clients are
+ * told to go: a starved or stalled Redis must not keep them until the deadline ends the process under them.
+ */
+const LEAVE_SHARE_OF_DEADLINE = 1 / 3;
 
 /** The webhooks' last sends end this long before the drain's deadline, which exits the process. */
 const WEBHOOK_FLUSH_MARGIN_MS = 250;

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
 import { emitRequest, RawHttp } from '../support/raw-http.ts';
+import { startRedis } from '../support/redis.ts';
 
 /** A keep-alive emit connection that the kernel gave to `node` (of the nodes sharing its port). */
 async function emitConnectionTo(node: TestNode, token: string): Promise<RawHttp> {
@@ -76,4 +77,31 @@ test('server.reusePort: a successor shares the port, and every client that arriv
   assert.equal(successor.gateway.hub.sessions.size, held.length - toldToLeave + arrivals.length);
   await Promise.all([...held, ...arrivals].map((client) => client.close()));
   await successor.close();
+});
+
+test("a Redis that does not answer holds the drain's 1001s for a third of its deadline at most", async (t) => {
+  const redis = await startRedis();
+  let redisPid: number | undefined;
+  t.after(async () => {
+    if (redisPid !== undefined) process.kill(redisPid, 'SIGCONT');
+    await redis.stop();
+  });
+  const node = await startNode((raw) => {
+    raw.redis = { url: redis.url };
+    raw.drain = { batchSize: 256, batchIntervalMs: 0, deadlineMs: 3000 };
+  });
+  const token = await apiToken(node);
+  const client = await TestSocket.connect(node, token);
+  await client.register(onEvent('announcements'));
+  redisPid = Number(/process_id:(\d+)/.exec(await redis.cli('info', 'server'))![1]);
+  // Stopped, Redis keeps its connections open and answers nothing: the node's removal of its routes waits on it.
+  process.kill(redisPid, 'SIGSTOP');
+  const drainedAt = performance.now();
+  const drained = node.close();
+  const { code } = await client.closed;
+  const waitedMs = performance.now() - drainedAt;
+  assert.equal(code, 1001);
+  assert.ok(waitedMs >= 900 && waitedMs < 2000, `told 1001 after ${waitedMs.toFixed(0)} ms`);
+  process.kill(redisPid, 'SIGCONT');
+  await drained;
 });

@@ -106,13 +106,15 @@ export class Lease {
     }
     const redis = connection.commands;
     try {
-      const lapsed = (await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs, 'WITHSCORES')).flatMap(
-        (member, i, flat) => (i % 2 === 0 && member !== nodeId ? [{ id: member, beatAt: Number(flat[i + 1]) }] : []),
-      );
-      if (lapsed.length === 0) return;
-      const connected = await this.#connectedNames();
-      for (const { id, beatAt } of lapsed) {
-        if (this.#stillConnected(id, beatAt, connected)) observer.spared(id);
+      const lapsed = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs, 'WITHSCORES');
+      // CLIENT LIST costs Redis a line per client: read once a round, and only by a sweeper that holds a lock.
+      let connected: Promise<Set<string> | undefined> | undefined;
+      for (let i = 0; i < lapsed.length; i += 2) {
+        const id = lapsed[i]!;
+        if (id === nodeId || (await redis.set(keys.sweepLock(id), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') continue;
+        connected ??= connection.clientNames().catch(() => undefined);
+        // Spared, it keeps the lock: no other sweeper asks again until it expires.
+        if (this.#stillConnected(id, Number(lapsed[i + 1]), await connected)) observer.spared(id);
         else await this.#sweepOne(id);
       }
     } catch (error) {
@@ -120,23 +122,16 @@ export class Lease {
     }
   }
 
-  /** The names of Redis's clients, or undefined if it would not tell (an ACL without CLIENT LIST). */
-  #connectedNames(): Promise<Set<string> | undefined> {
-    return this.#options.connection.clientNames().catch(() => undefined);
-  }
-
-  /** Unknown counts as connected: a node is then swept after the connected lease, late but never while alive. */
+  /** Unknown (Redis refused CLIENT LIST) counts as connected: swept after the connected lease, late but never while alive. */
   #stillConnected(id: string, beatAt: number, connected: Set<string> | undefined): boolean {
     if (beatAt <= Date.now() - this.#options.connectedLeaseMs) return false;
     return connected === undefined || connected.has(this.#options.keys.clientName(id));
   }
 
+  /** Sweep a lapsed node whose lock this node holds, unless it beat again meanwhile. */
   async #sweepOne(deadId: string): Promise<void> {
-    const { connection, keys, nodeId, leaseMs, observer, routes } = this.#options;
-    const redis = connection.commands;
-    if ((await redis.set(keys.sweepLock(deadId), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') return;
-    // It may have come back since we looked.
-    const seen = await redis.zscore(keys.nodes, deadId);
+    const { connection, keys, leaseMs, observer, routes } = this.#options;
+    const seen = await connection.commands.zscore(keys.nodes, deadId);
     if (seen !== null && Number(seen) > Date.now() - leaseMs) return;
     observer.swept(deadId, await this.remove(deadId, await routes.bucketsOf(deadId)));
   }
