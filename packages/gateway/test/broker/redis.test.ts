@@ -144,7 +144,7 @@ describe('on one redis-server', () => {
     await survivor.close();
   });
 
-  test('a lapsed node whose connection Redis still holds is spared: swept once that connection closes, or past connectedLeaseMs', async () => {
+  test('a lapsed node whose connection Redis still holds is spared: swept once that connection closes, or past connectedLeaseMs', async (t) => {
     const keys = keyspace('stalled');
     const { observer, next } = watcher();
     const survivor = broker({ target: { url: redis.url }, nodeId: 'survivor', observer, keyPrefix: 'stalled', routeBuckets: 1, connectedLeaseMs: 60_000 });
@@ -153,6 +153,7 @@ describe('on one redis-server', () => {
     /** A node as Redis sees it while its process is stalled: its connection open under its name, its heartbeat `late`. */
     const stalledNode = async (nodeId: string, late: number) => {
       const connection = new Redis(redis.url, { connectionName: keys.clientName(nodeId) });
+      t.after(() => connection.disconnect());
       await connection.ping();
       await redis.cli('hset', keys.routeBucket(0), route.key, nodeId);
       await redis.cli('setbit', keys.nodeBuckets(nodeId), '0', '1');

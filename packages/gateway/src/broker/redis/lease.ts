@@ -100,40 +100,39 @@ export class Lease {
    */
   async sweep(): Promise<void> {
     const { connection, keys, nodeId, leaseMs, observer } = this.#options;
-    if (Date.now() - this.#beatAt > 2 * this.#heartbeatMs()) {
+    if (this.#late()) {
       observer.sweepDeferred();
       return;
     }
     const redis = connection.commands;
     try {
-      const lapsed = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs, 'WITHSCORES');
+      const lapsed = await redis.zrangebyscore(keys.nodes, '-inf', Date.now() - leaseMs);
       // CLIENT LIST costs Redis a line per client: read once a round, and only by a sweeper that holds a lock.
       let connected: Promise<Set<string> | undefined> | undefined;
-      for (let i = 0; i < lapsed.length; i += 2) {
-        const id = lapsed[i]!;
+      for (const id of lapsed) {
         if (id === nodeId || (await redis.set(keys.sweepLock(id), nodeId, 'PX', leaseMs, 'NX')) !== 'OK') continue;
         connected ??= connection.clientNames().catch(() => undefined);
-        // Spared, it keeps the lock: no other sweeper asks again until it expires.
-        if (this.#stillConnected(id, Number(lapsed[i + 1]), await connected)) observer.spared(id);
-        else await this.#sweepOne(id);
+        await this.#sweepIfDead(id, await connected);
       }
     } catch (error) {
       observer.writeFailed(error as Error);
     }
   }
 
-  /** Unknown (Redis refused CLIENT LIST) counts as connected: swept after the connected lease, late but never while alive. */
-  #stillConnected(id: string, beatAt: number, connected: Set<string> | undefined): boolean {
-    if (beatAt <= Date.now() - this.#options.connectedLeaseMs) return false;
-    return connected === undefined || connected.has(this.#options.keys.clientName(id));
-  }
-
-  /** Sweep a lapsed node whose lock this node holds, unless it beat again meanwhile. */
-  async #sweepOne(deadId: string): Promise<void> {
-    const { connection, keys, leaseMs, observer, routes } = this.#options;
-    const seen = await connection.commands.zscore(keys.nodes, deadId);
-    if (seen !== null && Number(seen) > Date.now() - leaseMs) return;
-    observer.swept(deadId, await this.remove(deadId, await routes.bucketsOf(deadId)));
+  /**
+   * Sweep a lapsed node whose lock this node holds: judged on its heartbeat read now, since this round's earlier
+   * reads may be old by the time a starved sweeper gets here, and not while this sweeper is late itself. Spared, it keeps the lock: no other sweeper asks again
+   * until it expires. Unknown connections (Redis refused CLIENT LIST) count as connected: swept after the connected
+   * lease, late but never while alive.
+   */
+  async #sweepIfDead(id: string, connected: Set<string> | undefined): Promise<void> {
+    const { connection, keys, leaseMs, connectedLeaseMs, observer, routes } = this.#options;
+    const seen = await connection.commands.zscore(keys.nodes, id);
+    const silentMs = seen === null ? Infinity : Date.now() - Number(seen);
+    if (silentMs <= leaseMs) return; // it beat again meanwhile
+    if (this.#late()) return observer.sweepDeferred();
+    if (silentMs <= connectedLeaseMs && (connected === undefined || connected.has(keys.clientName(id)))) return observer.spared(id);
+    observer.swept(id, await this.remove(id, await routes.bucketsOf(id)));
   }
 
   /**
@@ -150,6 +149,11 @@ export class Lease {
     await redis.hdel(keys.status, nodeId);
     await redis.zrem(keys.nodes, nodeId);
     return stripped.length;
+  }
+
+  /** Whether this node's own heartbeat is older than two of its intervals: its timers, and its reads, run late. */
+  #late(): boolean {
+    return Date.now() - this.#beatAt > 2 * this.#heartbeatMs();
   }
 
   #heartbeatMs(): number {
