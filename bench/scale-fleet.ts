@@ -37,7 +37,7 @@ async function inBatches<T>(count: number, size: number, make: (i: number) => Pr
 
 /**
  * Redis's scheduling priority (nice): a fleet's Redis has cores of its own, not a 1/87th share of two; without it a
- * broadcast to every client starves Redis, and every node's heartbeat waits in it (docs/scale.md, "Redis's share").
+ * broadcast to every client starves Redis, and every node's heartbeat waits in it (docs/scale.md, "At 800,000").
  */
 const REDIS_NICE = -10;
 
@@ -97,11 +97,13 @@ export class Fleet {
   /**
    * Each node in turn: its new process on the same port, then SIGTERM to the old one, which stops listening, takes
    * its routes out of Redis and closes its clients with 1001 in batches; the next node once it has exited.
-   * Answers when each node's old process was told to go, and when it had gone (ms since `from`).
+   * Answers when each node's old process was told to go, and when it had gone (ms since `from`). Stopped (`signal`),
+   * it ends after the node it is restarting.
    */
-  async rollingRestart(from: number, onNode: (node: FleetNode, drainS: number) => void): Promise<Array<[number, number]>> {
+  async rollingRestart(from: number, signal: AbortSignal, onNode: (node: FleetNode, drainS: number) => void): Promise<Array<[number, number]>> {
     const steps: Array<[number, number]> = [];
     for (const node of this.nodes) {
+      if (signal.aborted) break;
       const next = await startGateway(this.#launch, `${node.id}-next`, node.port, this.#env());
       const told = Date.now();
       await stop(node.proc, 'SIGTERM', DRAIN_WAIT_MS);

@@ -197,7 +197,7 @@ export async function restartPhase(ctx: RunContext, held: number): Promise<void>
   const from = Date.now();
   const drainsS: number[] = [];
   ctx.log(`rolling restart of ${ctx.fleet.nodes.length} nodes`);
-  await ctx.fleet.rollingRestart(from, (node, drainS) => {
+  await ctx.fleet.rollingRestart(from, ctx.signal, (node, drainS) => {
     drainsS.push(drainS);
     ctx.log(`restarted ${node.id} (port ${node.port}): the old process drained in ${drainS.toFixed(1)} s`);
   });
