@@ -43,9 +43,15 @@ function watcher() {
 }
 
 type Options = Partial<RedisBrokerOptions> & Pick<RedisBrokerOptions, 'target' | 'nodeId' | 'observer'>;
+/** Every broker made, closed again at the end: one left open by a failed test would keep the file from ending. */
+const brokers: RedisBroker[] = [];
+const closeBrokers = () => Promise.allSettled(brokers.splice(0).map((made) => made.close()));
 /** Prefix `gw` and 4096 buckets, as a node with the default config has (one test below starts such a node). */
-const broker = (options: Options) =>
-  new RedisBroker({ leaseMs: 1500, connectedLeaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', routeBuckets: 4096, ...options });
+const broker = (options: Options) => {
+  const made = new RedisBroker({ leaseMs: 1500, connectedLeaseMs: 1500, sweepIntervalMs: 100, keyPrefix: 'gw', routeBuckets: 4096, ...options });
+  brokers.push(made);
+  return made;
+};
 
 /** Calls of each command since the server started (INFO commandstats). */
 async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
@@ -85,7 +91,10 @@ describe('on one redis-server', () => {
   before(async () => {
     redis = await startRedis();
   });
-  after(() => redis.stop());
+  after(async () => {
+    await closeBrokers();
+    await redis.stop();
+  });
 
   /** A node holding one person's route (its events watched, its deliveries in an inbox) and a node to emit from, both started. */
   async function holderAndEmitter(holderId: string, emitterId: string, recipientId: string) {
@@ -407,8 +416,12 @@ describe('on one redis-server', () => {
   });
 });
 
-test('on a Redis Cluster, route keys spread over every master, and every master knows the node by name', async () => {
+test('on a Redis Cluster, route keys spread over every master, and every master knows the node by name', async (t) => {
   const cluster = await startRedisCluster();
+  t.after(async () => {
+    await closeBrokers();
+    await cluster.stop();
+  });
   const node = broker({ target: { cluster: cluster.nodes }, nodeId: 'spreader', observer: watcher().observer });
   await node.start(() => {});
   await Promise.all(Array.from({ length: 300 }, (_, i) => node.addRoute(routeOf('order-updates', { recipientId: String(i) }))));
@@ -422,5 +435,4 @@ test('on a Redis Cluster, route keys spread over every master, and every master 
   await reader.close();
   for (const server of cluster.servers) assert.match(await server.cli('client', 'list'), / name=gw:node:spreader /);
   await node.close();
-  await cluster.stop();
 });
