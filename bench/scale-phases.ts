@@ -146,11 +146,12 @@ async function until(ctx: RunContext, done: (s: PoolSnapshot) => boolean, timeou
 }
 
 const SWEEP_COUNTERS = ['herald_broker_sweeps_spared_total', 'herald_broker_swept_routes_total', 'herald_broker_resyncs_total'];
+const NO_SWEEPS: FleetSweeps = { spared: 0, sweptRoutes: 0, resyncs: 0 };
 
-/** The fleet's sweep counters now, added up over its nodes. */
-async function fleetSweeps(ctx: RunContext): Promise<FleetSweeps> {
+/** The fleet's sweep counters now (added up over its nodes), less `since`. */
+async function fleetSweeps(ctx: RunContext, since = NO_SWEEPS): Promise<FleetSweeps> {
   const [spared, sweptRoutes, resyncs] = await Promise.all(SWEEP_COUNTERS.map((name) => ctx.fleet.sum(name)));
-  return { spared: spared!, sweptRoutes: sweptRoutes!, resyncs: resyncs! };
+  return { spared: spared! - since.spared, sweptRoutes: sweptRoutes! - since.sweptRoutes, resyncs: resyncs! - since.resyncs };
 }
 
 /** Every held client joins the broadcast audience (one more subscription each, sampled), then the broadcasts, one after another. */
@@ -182,8 +183,7 @@ export async function broadcastPhase(ctx: RunContext, held: number): Promise<voi
     const stats = await emitter.run();
     const told = await until(ctx, (s) => s.received >= stats.expected, 120_000);
     const delivery = Histogram.from(told.delivery).summary();
-    const sweepsAfter = await fleetSweeps(ctx);
-    const sweeps = { spared: sweepsAfter.spared - sweepsBefore.spared, sweptRoutes: sweepsAfter.sweptRoutes - sweepsBefore.sweptRoutes, resyncs: sweepsAfter.resyncs - sweepsBefore.resyncs };
+    const sweeps = await fleetSweeps(ctx, sweepsBefore);
     const result = { told: told.received, of: stats.expected, answeredMs: stats.latency.summary().max, firstMs: delivery.min, halfMs: delivery.p50, lastMs: delivery.max, sweeps };
     ctx.results.broadcasts.push(result);
     ctx.log(`broadcast ${b}: ${n(result.told)} of ${n(result.of)} told; answered after ${result.answeredMs.toFixed(0)} ms; first ${result.firstMs.toFixed(0)} ms, half ${result.halfMs.toFixed(0)} ms, last ${result.lastMs.toFixed(0)} ms; lapsed nodes spared ${n(sweeps.spared)}, routes swept ${n(sweeps.sweptRoutes)}, resyncs ${n(sweeps.resyncs)}`);

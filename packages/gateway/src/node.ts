@@ -77,8 +77,6 @@ export class Gateway {
   /** Whether the emit's reads were last said to be on their own connection (undefined: not said yet). */
   #leanReads: boolean | undefined;
   #ports: Ports | undefined;
-  /** The broker's leaving of the fleet, once the drain has begun it. */
-  #leaving: Promise<void> = Promise.resolve();
 
   private constructor(
     config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string, prepared: ReadonlyMap<string, PreparedCode>,
@@ -328,23 +326,22 @@ export class Gateway {
   }
 
   /**
-   * Take this node's routes out of Redis, waiting at most a share of the drain's deadline: past it the clients are
-   * told to go while the removal goes on. What it has not removed when the process exits, a survivor sweeps (the
-   * node's connection closes with it).
+   * Wait for this node's leaving of the fleet (its routes out of Redis) a share of the drain's deadline at most: past
+   * it the clients are told to go while the removal goes on. What it has not removed when the process exits, a
+   * survivor sweeps (the node's connection closes with it).
    */
-  async #leaveFleet(deadline: number): Promise<void> {
-    this.#leaving = this.broker.close();
+  async #awaitLeaving(leaving: Promise<void>, deadline: number): Promise<void> {
     const waitMs = (deadline - performance.now()) * LEAVE_SHARE_OF_DEADLINE;
     const late = delay(waitMs, 'late' as const, { ref: false });
-    if ((await Promise.race([this.#leaving, late])) === 'late') {
+    if ((await Promise.race([leaving, late])) === 'late') {
       this.log.warn({ waitedMs: Math.round(waitMs) }, "leaving the fleet's Redis state takes long: clients are told to go meanwhile");
     }
   }
 
   /**
    * Drain: report not-ready at once (the load balancer stops sending clients), refuse new ones, take this
-   * node's routes out of the fleet (waiting a third of the deadline at most), then tell clients to go elsewhere (1001) in batches, so that their
-   * reconnects spread out, and release everything. The caller bounds it in time (config.drain.deadlineMs).
+   * node's routes out of the fleet (waiting a third of the deadline at most), then tell clients to go elsewhere
+   * (1001) in batches, so that their reconnects spread out, and release everything. The caller bounds it in time (config.drain.deadlineMs).
    * A node sharing its port (server.reusePort) stops listening first instead: its successor on the same port
    * takes every new client, and a client this node refused would wait 1-5 s before it tried again.
    */
@@ -361,7 +358,8 @@ export class Gateway {
     this.#fleetStatus.stop();
     this.#sessions.close();
     this.#revocations.close();
-    await this.#leaveFleet(deadline);
+    const leaving = this.broker.close();
+    await this.#awaitLeaving(leaving, deadline);
     const { batchSize, batchIntervalMs } = this.config.drain;
     const sessions = [...this.hub.sessions];
     const drainStart = performance.now();
@@ -376,7 +374,7 @@ export class Gateway {
       }
     }
     this.#fastPath?.close();
-    await this.#leaving;
+    await leaving;
     await this.#http.close();
     await this.#runners.close();
     await Promise.all([...this.#dataSources.values()].map((source) => source.close()));
