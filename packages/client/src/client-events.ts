@@ -37,7 +37,11 @@ export interface ReconnectedEvent {
   recovered: Record<string, boolean>;
 }
 
-/** An event with history's notifications started a new epoch: the gateway lost their history, and some may be lost. */
+/**
+ * Notifications of a subscription of an event with history were lost while it stayed connected: they started a new
+ * epoch (the gateway lost their history), or the gateway marked the next one `recovered: false` (a gap its history
+ * could no longer fill). The notification that told it is delivered right after.
+ */
 export interface HistoryLostEvent {
   /** The handle. */
   eventId: string;
@@ -51,7 +55,7 @@ export interface ClientEvents<E extends object = EventMap> {
   reconnected: ReconnectedEvent;
   /** The connection took new tokens in band (REFRESH): the node keeps it open until `expiresAt` (ms). */
   refreshed: { expiresAt: number };
-  /** A subscription's history was lost while it was live (Redis lost it): fetch the state anew. */
+  /** Notifications of a live subscription were lost (its history was lost, or could not fill a gap): fetch the state anew. */
   historyLost: HistoryLostEvent;
   /**
    * getTokens failed (the held tokens are used), a frame answered nothing, or the node refused a REFRESH (then it

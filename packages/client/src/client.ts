@@ -295,7 +295,8 @@ export class HeraldClient<E extends object = EventMap> {
     if (offset !== undefined && epoch !== undefined) {
       const seen = this.#subscriptions.seen(eventId, offset, epoch);
       if (seen === 'duplicate') return;
-      if (seen === 'epoch_changed') this.#events.emit('historyLost', { eventId });
+      // A new epoch, or the node's word that notifications before this one were lost while the connection stayed open.
+      if (seen === 'epoch_changed' || notification.recovered === false) this.#events.emit('historyLost', { eventId });
     }
     // The node names the event by eventId only; its eventData is what the application declared for apiName.
     const typed = { ...notification, eventId, apiName } as Notification<E>;

@@ -16,11 +16,13 @@ test('reconnectDelay: full jitter between the bounds, inclusive', () => {
   }
 });
 
-test("reconnectDelayAfter: the first attempt after a draining node's 1001 waits up to minMs; other closes and later attempts, the full window", () => {
+test("reconnectDelayAfter: the first attempt after a draining node's 1001 or a cut-off node's 4004 waits up to minMs; other closes and later attempts, the full window", () => {
   const top = () => 0.999_999;
-  assert.equal(reconnectDelayAfter(1001, 1, 1000, 5000, top), 1000);
-  assert.equal(reconnectDelayAfter(1001, 1, 1000, 5000, () => 0), 0);
-  assert.equal(reconnectDelayAfter(1001, 2, 1000, 5000, () => 0), 1000);
+  for (const paced of [1001, 4004]) {
+    assert.equal(reconnectDelayAfter(paced, 1, 1000, 5000, top), 1000);
+    assert.equal(reconnectDelayAfter(paced, 1, 1000, 5000, () => 0), 0);
+    assert.equal(reconnectDelayAfter(paced, 2, 1000, 5000, () => 0), 1000);
+  }
   assert.equal(reconnectDelayAfter(1006, 1, 1000, 5000, () => 0), 1000);
   assert.equal(reconnectDelayAfter(1006, 1, 1000, 5000, top), 5000);
   assert.equal(reconnectDelayAfter(1013, 1, 1000, 5000, () => 0), 1000);

@@ -165,6 +165,11 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       help: 'Lapsed nodes this node did not sweep (once per node and sweep lock): Redis still held their connection, so stalled rather than dead',
       registers,
     }),
+    redisLost: new Counter({
+      name: 'herald_redis_lost_total',
+      help: "Times this node lost Redis: its command connection closed, or Redis did not answer within redis.lostAfterMs and the node cut it",
+      registers,
+    }),
     brokerWriteFailures: new Counter({
       name: 'herald_broker_write_failures_total',
       help: 'Registry writes that failed (repaired by the next resync)',

@@ -31,9 +31,11 @@ import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';
 import { LocalSessions } from './session/local.ts';
+import { RedisOutage } from './session/outage.ts';
 import { Revocations } from './session/revocations.ts';
 import { Webhooks } from './webhooks.ts';
 import { Hub } from './hub/hub.ts';
+import { closePaced } from './hub/departures.ts';
 import { describe, type Subject } from './session/subjects.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { Canary } from './canary.ts';
@@ -71,6 +73,7 @@ export class Gateway {
   readonly #webhooks: Webhooks | undefined;
   readonly #canary: Canary;
   readonly #fleetStatus: FleetStatus;
+  readonly #outage: RedisOutage;
   #ready = false;
   /** While Redis is lost, its failed writes and reads are counted but not logged: "Redis lost" said it once. */
   #redisLost = false;
@@ -128,6 +131,7 @@ export class Gateway {
     const tables = new TableCatalogue(config);
     const catalogue = new EventCatalogue(config.events, tables);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
+    this.#outage = this.#outageFor(config.redis?.lostCloseMs);
     this.#runners = new CodeRunners(config.code);
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
@@ -181,6 +185,22 @@ export class Gateway {
     });
   }
 
+  /** While Redis is lost no client is let in; past lostCloseMs the node's clients are let go (session/outage.ts). */
+  #outageFor(lostCloseMs = Infinity): RedisOutage {
+    const { log } = this;
+    return new RedisOutage({
+      hub: this.hub,
+      lostCloseMs,
+      pace: this.config.drain,
+      admit: (refusing) => (refusing === undefined ? this.#admission.release() : this.#admission.hold(refusing)),
+      observer: {
+        lettingGo: (clients, lostForMs) =>
+          log.warn({ clients, lostForMs: Math.round(lostForMs) }, `Redis lost for ${Math.round(lostForMs / 100) / 10} s: letting this node's clients go (4004) to nodes that can serve them`),
+        letGo: (closed, ms) => log.info({ closed, ms: Math.round(ms) }, `let ${closed} clients go`),
+      },
+    });
+  }
+
   /** Logins counted by result; a generator whose people's passwords are not hashed is named once in the log. */
   #authObserver(): AuthObserver {
     const { metrics } = this;
@@ -227,11 +247,13 @@ export class Gateway {
       leaseMs: redis.leaseMs,
       connectedLeaseMs: redis.connectedLeaseMs,
       sweepIntervalMs: redis.sweepIntervalMs,
+      lostAfterMs: redis.lostAfterMs,
       routeBuckets: redis.routeBuckets,
       observer: {
-        resynced(routes) {
+        resynced: (routes) => {
           metrics.resyncs.inc();
           log.info({ routes }, 'wrote this node\'s routes to Redis');
+          this.hub.catchUp();
         },
         swept(deadNodeId, routes) {
           metrics.sweptRoutes.inc(routes);
@@ -245,10 +267,14 @@ export class Gateway {
         },
         redisLost: (why) => {
           this.#redisLost = true;
-          log.error({ why }, 'Redis lost: emits answer 503 and this node is not ready until Redis is back');
+          metrics.redisLost.inc();
+          this.#outage.lost();
+          const letGo = Number.isFinite(redis.lostCloseMs) ? `, and its clients are let go in ${redis.lostCloseMs / 1000} s` : '';
+          log.error({ why }, `Redis lost: emits answer 503 and this node takes no client until Redis is back${letGo}`);
         },
         redisBack: () => {
           this.#redisLost = false;
+          this.#outage.back();
           log.info('Redis back');
         },
         undeliverable(error) {
@@ -354,25 +380,14 @@ export class Gateway {
       this.#fastPath?.close();
     }
     this.#admission.close();
+    this.#outage.stop();
     this.#canary.stop();
     this.#fleetStatus.stop();
     this.#sessions.close();
     this.#revocations.close();
     const leaving = this.broker.close();
     await this.#awaitLeaving(leaving, deadline);
-    const { batchSize, batchIntervalMs } = this.config.drain;
-    const sessions = [...this.hub.sessions];
-    const drainStart = performance.now();
-    for (let start = 0, batch = 0; start < sessions.length; start += batchSize, batch++) {
-      // Each batch is due at its place from the drain's start: the closes of a batch, and a timer late on a
-      // busy machine, would otherwise stretch every pause after it (docs/architecture.md, "Measured costs").
-      const wait = drainStart + batch * batchIntervalMs - performance.now();
-      if (wait > 0) await delay(wait);
-      for (const session of sessions.slice(start, start + batchSize)) {
-        this.hub.close(session);
-        session.end(CloseCode.GOING_AWAY, 'node draining: reconnect');
-      }
-    }
+    await closePaced(this.hub, [...this.hub.sessions], { ...this.config.drain, jitter: false }, CloseCode.GOING_AWAY, 'node draining: reconnect');
     this.#fastPath?.close();
     await leaving;
     await this.#http.close();

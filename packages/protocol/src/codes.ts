@@ -54,6 +54,11 @@ export const CloseCode = {
   PING_TIMEOUT: 4002,
   /** The back end disconnected this person or API user and lets them come back (control API, reconnect: true). */
   DISCONNECTED: 4003,
+  /**
+   * This node lost the fleet's Redis and cannot deliver: reconnect, and the load balancer sends the client to a node
+   * that can (the node closes its clients in paced batches, as a drain does).
+   */
+  NODE_CUT_OFF: 4004,
   /** No API user token was given. */
   TOKEN_MISSING: 4501,
   /** A token was malformed, badly signed, or of the wrong kind. */

@@ -21,9 +21,10 @@ export function encodeErrors(type: 'TOKEN_VALIDATION' | 'ERROR', errors: WireErr
  * A NOTIFICATION's text, for every recipient that registered the same subscription (same eventId).
  * `eventDataJson` is already serialised (undefined when the subscriber asked for getEventData:false). `position`:
  * an event with history's; its fields come before eventData, so a reader scanning the bytes finds ours first.
+ * `afterLoss`: notifications of the subscription before this one were lost (`"recovered":false`, after the position).
  */
-export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined, position?: Position): string {
+export function encodeNotification(eventId: string, eventType: EventType, eventDataJson: string | undefined, position?: Position, afterLoss = false): string {
   const data = eventDataJson === undefined ? '' : `,"eventData":${eventDataJson}`;
-  const at = position === undefined ? '' : `,"offset":${position.offset},"epoch":${JSON.stringify(position.epoch)}`;
+  const at = position === undefined ? '' : `,"offset":${position.offset},"epoch":${JSON.stringify(position.epoch)}${afterLoss ? ',"recovered":false' : ''}`;
   return `{"type":"NOTIFICATION","response":{"eventId":${JSON.stringify(eventId)},"eventType":"${eventType}"${at}${data}}}`;
 }

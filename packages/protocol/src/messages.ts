@@ -106,8 +106,11 @@ export interface UnregisterReply {
 
 export interface NotificationFrame {
   type: 'NOTIFICATION';
-  /** `offset` and `epoch`: for an event with history only. */
-  response: { eventId: string; eventType: EventType; offset?: number; epoch?: string; eventData?: unknown };
+  /**
+   * `offset` and `epoch`: for an event with history only. `recovered: false`: notifications of this subscription
+   * before this one were lost while the connection stayed open (a gap its history could not fill, or a new epoch).
+   */
+  response: { eventId: string; eventType: EventType; offset?: number; epoch?: string; recovered?: false; eventData?: unknown };
 }
 
 /** The connection's tokens expire at `expiresAt` (ms since the epoch): send REFRESH before then, or be closed with 4001. */

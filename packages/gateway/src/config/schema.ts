@@ -268,6 +268,9 @@ const event = z
   })
   .strict();
 
+/** redis.lostAfterMs when not set: a quarter of the lease, at least 500 ms. */
+export const defaultLostAfterMs = (leaseMs: number): number => Math.max(500, Math.floor(leaseMs / 4));
+
 const redis = z
   .object({
     /** One redis-server, e.g. redis://127.0.0.1:6379. REDIS_URL overrides it. */
@@ -281,6 +284,18 @@ const redis = z
      * swept only once its heartbeat is older than this. At least leaseMs. Default: 60 s, or leaseMs if longer.
      */
     connectedLeaseMs: z.number().int().min(1000).optional(),
+    /**
+     * Redis is lost when a PING on the node's command connection has had no answer for this long (or a connection
+     * attempt took this long), even if its TCP connection never broke: the node then drops its connections to
+     * Redis (pending commands fail at once, and nothing the old ones held arrives late), reports not-ready and
+     * answers emits 503 until Redis answers again. Default: a quarter of leaseMs, at least 500 ms.
+     */
+    lostAfterMs: z.number().int().min(100).optional(),
+    /**
+     * How long after Redis was lost the node lets its clients go (closed with 4004, in paced, jittered batches),
+     * so that they reconnect through the load balancer to nodes that can serve them. Default: leaseMs.
+     */
+    lostCloseMs: z.number().int().min(0).optional(),
     /** How often each node looks for dead nodes to sweep (one ZRANGEBYSCORE). Default 2 s. */
     sweepIntervalMs: z.number().int().min(100).default(2000),
     /**
@@ -296,7 +311,12 @@ const redis = z
   .refine((r) => (r.url === undefined) !== (r.cluster === undefined), {
     message: 'set exactly one of url and cluster',
   })
-  .transform((r) => ({ ...r, connectedLeaseMs: r.connectedLeaseMs ?? Math.max(60_000, r.leaseMs) }));
+  .transform((r) => ({
+    ...r,
+    connectedLeaseMs: r.connectedLeaseMs ?? Math.max(60_000, r.leaseMs),
+    lostAfterMs: r.lostAfterMs ?? defaultLostAfterMs(r.leaseMs),
+    lostCloseMs: r.lostCloseMs ?? r.leaseMs,
+  }));
 
 const canary = z
   .object({

@@ -153,6 +153,22 @@ export class Hub {
     if (this.#resumes.size > 0) this.#resumes.replied(session);
   }
 
+  /**
+   * This node wrote its routes to Redis again (it had lost Redis, or Redis its data): each route of an event with
+   * history reads its position, and what was appended meanwhile without reaching this node is let through, or, gone
+   * from the history, told to the route's subscribers with the next notification.
+   */
+  catchUp(): void {
+    for (const event of this.#options.histories.keys()) {
+      for (const shape of this.#events.get(event)?.values() ?? []) {
+        for (const localRoute of shape.routes.values()) {
+          if (!hasHistory(localRoute)) continue;
+          this.#options.broker.history(localRoute.route).then((read) => localRoute.history.reach(read), () => {}); // the next arrival fills it then
+        }
+      }
+    }
+  }
+
   /** Connections here holding a subscription to `event` (its route's event name), each counted once: presence. */
   subscribersOf(event: string): number {
     const sessions = new Set<Session>();
@@ -412,7 +428,7 @@ export class Hub {
         ? JSON.stringify(project((entry.eventData ??= JSON.parse(entry.json!) as Record<string, unknown>), subscription.select))
         : (entry.json ??= JSON.stringify(entry.eventData));
     }
-    return textFrame(encodeNotification(subscription.eventId, subscription.eventType, json, position));
+    return textFrame(encodeNotification(subscription.eventId, subscription.eventType, json, position, entry.afterLoss));
   }
 
   #dropLocalRoute({ route }: LocalRoute): void {

@@ -10,6 +10,8 @@
  *   offset 0, so its first offsets are read if they did not arrive (they were appended while this node was not
  *   yet written back into Redis's registry).
  * - A read that fails, or finds the entries gone, gives up the gap (counted): the held arrivals go on.
+ * - Nothing is given up silently: the first entry let through after a gap given up, or after an epoch change, says so
+ *   (`afterLoss`), and its subscribers are told (`"recovered":false` on that NOTIFICATION).
  */
 import type { Position } from '@herald/protocol';
 import type { HistoryRange, HistoryRead } from '../broker/broker.ts';
@@ -20,6 +22,8 @@ export interface RouteEntry {
   epoch: string;
   eventData?: Record<string, unknown>;
   json?: string;
+  /** Entries of the route before this one were lost on this node (a gap given up, an epoch change). */
+  afterLoss?: true;
 }
 
 /** What a RouteHistory asks of its node, about its route `R` (one host serves every route: nothing per route). */
@@ -42,6 +46,8 @@ export class RouteHistory<R = unknown> {
   start: Position | undefined;
   #known = false;
   #filling = false;
+  /** Entries were lost since the last one let through: the next one says so. */
+  #lost = false;
   #held: RouteEntry[] = [];
   readonly #host: RouteHistoryHost<R>;
   readonly #route: R;
@@ -79,11 +85,22 @@ export class RouteHistory<R = unknown> {
     else this.#take(entry);
   }
 
+  /**
+   * The route's position as read now, without an arrival (Redis came back after this node lost it): entries appended
+   * meanwhile that never arrived are read and let through, as a gap's are.
+   */
+  reach(read: HistoryRead): void {
+    if (!this.#known || this.#filling || this.epoch === undefined) return;
+    if (read.epoch !== this.epoch) this.#newEpoch(read.epoch);
+    if (read.offset > this.offset) this.#fill(read.offset);
+  }
+
   #take(entry: RouteEntry): void {
     if (entry.epoch !== this.epoch) {
-      const unknown = this.epoch === undefined;
-      this.epoch = entry.epoch;
-      this.offset = unknown ? entry.offset - 1 : 0;
+      if (this.epoch === undefined) {
+        this.epoch = entry.epoch;
+        this.offset = entry.offset - 1;
+      } else this.#newEpoch(entry.epoch);
     }
     if (entry.offset <= this.offset) return this.#host.duplicate();
     if (entry.offset === this.offset + 1) return this.#pass(entry);
@@ -91,8 +108,19 @@ export class RouteHistory<R = unknown> {
     this.#fill(entry.offset - 1);
   }
 
+  /** Redis lost the history (or the route's position expired): whatever this node had not let through is lost. */
+  #newEpoch(epoch: string): void {
+    this.epoch = epoch;
+    this.offset = 0;
+    this.#lost = true;
+  }
+
   #pass(entry: RouteEntry): void {
     this.offset = entry.offset;
+    if (this.#lost) {
+      this.#lost = false;
+      entry.afterLoss = true;
+    }
     this.#host.next(this.#route, entry);
   }
 
@@ -112,7 +140,10 @@ export class RouteHistory<R = unknown> {
       // An epoch changed meanwhile by an arrival cannot happen (arrivals are held), so `epoch` is still ours.
       const whole = read !== undefined && read.unrecovered === undefined && read.entries.length === missed;
       if (whole) for (const { offset, json } of read.entries) this.#pass({ offset, epoch, json });
-      else this.offset = upTo;
+      else {
+        this.offset = upTo;
+        this.#lost = true;
+      }
       this.#host.gap(whole);
       this.#release();
     };

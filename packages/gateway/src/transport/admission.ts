@@ -42,6 +42,8 @@ export class Admission {
   readonly #queue: Waiting[] = [];
   #inFlight = 0;
   #peak = 0;
+  /** Why every new client is refused now (the node drains, or lost Redis); undefined while clients are let in. */
+  #refusing: string | undefined;
   #closed = false;
   #forward: UpgradeListener = () => {};
 
@@ -61,15 +63,27 @@ export class Admission {
 
   /** Refuse every new client from now on (the node is draining). */
   close(): void {
+    this.hold('the node is draining');
     this.#closed = true;
-    for (const waiting of this.#queue.splice(0)) this.#refuse(waiting.socket, 'the node is draining');
+  }
+
+  /** Refuse every new client (`why`, in the 503's body) until release(); those waiting too. */
+  hold(why: string): void {
+    if (this.#closed) return;
+    this.#refusing = why;
+    for (const waiting of this.#queue.splice(0)) this.#refuse(waiting.socket, why);
     this.#options.metrics.handshakesQueued.set(0);
+  }
+
+  /** Let new clients in again after hold(), unless the node is draining. */
+  release(): void {
+    if (!this.#closed) this.#refusing = undefined;
   }
 
   #arrive(waiting: Waiting): void {
     const { maxHandshakes, maxQueue, metrics } = this.#options;
     waiting.socket.on('error', ignoreResets);
-    if (this.#closed) return this.#refuse(waiting.socket, 'the node is draining');
+    if (this.#refusing !== undefined) return this.#refuse(waiting.socket, this.#refusing);
     if (this.#inFlight < maxHandshakes) return this.#admit(waiting);
     if (this.#queue.length >= maxQueue) {
       return this.#refuse(waiting.socket, 'too many clients are connecting: try again shortly');

@@ -10,6 +10,7 @@ import { readsFor, type Reads } from '../../src/broker/redis/reads.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 
 const THROUGH_IOREDIS = 'through ioredis';
+const LIVENESS = { lostAfterMs: 2000 };
 const fallback = {
   hget: async () => THROUGH_IOREDIS,
   smembers: async () => [THROUGH_IOREDIS],
@@ -29,7 +30,7 @@ after(async () => {
 });
 
 async function leanReads(url = server.url, told?: Told): Promise<Reads> {
-  const reads = readsFor(url, fallback, told?.listener);
+  const reads = readsFor(url, fallback, LIVENESS, told?.listener);
   await reads.whenReady();
   return reads;
 }
@@ -95,7 +96,7 @@ test('a password, a user and a database in the URL are sent before the first rea
   assert.equal(await asAlice.hget('bucket', 'a'), 'in db 3');
 
   const told = new Told();
-  const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback, told.listener);
+  const refused = readsFor(`redis://:wrong@127.0.0.1:${guarded.port}`, fallback, LIVENESS, told.listener);
   t.after(() => refused.close());
   // Once Redis has refused its AUTH (ACL LOG records it), the lean connection would take reads if it took a
   // refusal for a success; a read now tells the two apart.
@@ -146,7 +147,7 @@ test('while Redis is gone reads go through ioredis, and the lean connection come
 
 test('a URL that ioredis reads its own way (options in the query, a socket path) is read through ioredis', async () => {
   for (const url of [`${server.url}/?db=2`, '/tmp/redis.sock', `${server.url.slice('redis://'.length)}`]) {
-    const reads = readsFor(url, fallback);
+    const reads = readsFor(url, fallback, LIVENESS);
     assert.equal(await reads.hget('bucket', 'a'), THROUGH_IOREDIS, url);
     assert.equal(reads.unsentBatch(), undefined);
     reads.close();

@@ -429,7 +429,7 @@ test('on a Redis Cluster, route keys spread over every master, and every master 
   // 300 routes in ~290 of 4096 bucket hashes, over 3 masters: each holds a fair share (well above zero, well below all).
   for (const keys of perMaster) assert.ok(keys > 60 && keys < 200, `keys per master: ${perMaster}`);
   // What a sweeper reads to tell a stalled node from a dead one: CLIENT LIST of every master.
-  const reader = connect({ cluster: cluster.nodes }, 'gw:node:reader');
+  const reader = connect({ cluster: cluster.nodes }, 'gw:node:reader', { lostAfterMs: 2000 });
   await reader.whenReady();
   assert.ok((await reader.clientNames()).has(keyspace('gw').clientName('spreader')));
   await reader.close();

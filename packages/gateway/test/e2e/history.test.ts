@@ -292,4 +292,24 @@ describe('the order of a route on the receiving node', () => {
       await gated.close();
     }
   });
+
+  test('a gap the history no longer holds is told: the next NOTIFICATION carries recovered: false, and only it', async () => {
+    // Every emit but the first and the last two is lost on its way to the node: more than its history keeps (size 50).
+    const { broker, open } = gatedBroker((handler, event, eventData, positions) => {
+      const { n } = eventData as { n: number };
+      if (n === 1 || n >= 129) handler(event, eventData, positions);
+    });
+    const gated = await startNode(withKept, { broker });
+    try {
+      const [client] = await registered(gated, kept('o2'));
+      await emits(gated, 'o2', 1, 130);
+      open();
+      const got = (await frames(client, 3)).map(notified);
+      assert.deepEqual(got.map(({ offset, recovered }) => [offset, recovered]), [[1, undefined], [129, false], [130, undefined]]);
+      assert.equal(await metric(gated, 'herald_history_gap_fills_total', { result: 'lost' }), 1);
+      await client.close();
+    } finally {
+      await gated.close();
+    }
+  });
 });

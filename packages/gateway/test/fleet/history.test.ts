@@ -9,10 +9,9 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
-import { HeraldClient, type Notification } from '../../../client/src/index.ts';
 import { apiToken, personToken } from '../support/gateway.ts';
-import { emitRequest, RawHttp } from '../support/raw-http.ts';
 import { nodeMetric, PEOPLE, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
+import { Flow, Listener } from '../support/owed.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 
 /** Emits a second, over all nine people. */
@@ -25,131 +24,7 @@ let listeners: Listener[];
 /** While set, every reconnect attempt waits for it: what happens meanwhile happens while the clients are away. */
 let gate: PromiseWithResolvers<void> | undefined;
 
-interface Received {
-  tag: string;
-  seq: number;
-  offset: number;
-  epoch: string;
-}
-
-/** A person's client, registered for their order-updates, recording what arrives and how it came back. */
-class Listener {
-  readonly recipientId: string;
-  readonly got: Received[] = [];
-  readonly recovered: boolean[] = [];
-  historyLost = 0;
-  client!: HeraldClient;
-  #wake: (() => void) | undefined;
-
-  constructor(index: number) {
-    this.recipientId = String(index + 1);
-  }
-
-  async connect(tokens: { apiToken: string; personToken: string }): Promise<void> {
-    const getTokens = async () => {
-      await gate?.promise;
-      return tokens;
-    };
-    this.client = await HeraldClient.connect({ url: fleet.ws, getTokens, minDelayMs: 100, maxDelayMs: 600 });
-    this.client.onNotification((n: Notification) => {
-      const { tag, seq } = n.eventData as { tag: string; seq: number };
-      this.got.push({ tag, seq, offset: n.offset!, epoch: n.epoch! });
-      this.#wake?.();
-    });
-    this.client.on('reconnected', ({ recovered }) => void this.recovered.push(...Object.values(recovered)));
-    this.client.on('historyLost', () => void this.historyLost++);
-    const criteria = { recipientId: this.recipientId };
-    const { validOnEvents } = await this.client.register([{ apiName: 'order-updates', condition: { conditionType: 'RESPONSE', criteria } }]);
-    assert.equal(typeof validOnEvents[0]?.offset, 'number');
-  }
-
-  seqs(tag: string): number[] {
-    return this.got.filter((received) => received.tag === tag).map((received) => received.seq);
-  }
-
-  /** Once the notification `seq` of `tag` has arrived. */
-  async until(tag: string, seq: number): Promise<void> {
-    const deadline = Date.now() + 15_000;
-    while (!this.got.some((received) => received.tag === tag && received.seq === seq)) {
-      assert.ok(Date.now() < deadline, `person ${this.recipientId}: no ${tag} ${seq}; got ${JSON.stringify(this.seqs(tag))}`);
-      await new Promise<void>((resolve) => {
-        this.#wake = resolve;
-        setTimeout(resolve, 200);
-      });
-    }
-  }
-}
-
-/**
- * Emits at RATE a second through one node, to each person in turn on a keep-alive connection of their own: one at
- * a time per person, so each person's emits are appended in the order sent. Each answer is kept by its status.
- */
-class Flow {
-  readonly tag: string;
-  /** Per person, the seqs answered 200, and those answered otherwise (or cut off), in the order sent. */
-  readonly answered = new Map<string, number[]>();
-  readonly refused = new Map<string, number[]>();
-  #stopped = false;
-  #seq = 0;
-  readonly #loops: Promise<void>[];
-
-  constructor(tag: string, through: FleetNode) {
-    this.tag = tag;
-    const started = performance.now();
-    const everyMs = (1000 * listeners.length) / RATE;
-    this.#loops = listeners.map((listener, i) => this.#loop(listener.recipientId, through.port, started + (i * everyMs) / listeners.length, everyMs));
-  }
-
-  async #loop(recipientId: string, port: number, firstAt: number, everyMs: number): Promise<void> {
-    const answered: number[] = [];
-    const refused: number[] = [];
-    this.answered.set(recipientId, answered);
-    this.refused.set(recipientId, refused);
-    const connect = (): RawHttp => {
-      const connection = new RawHttp(port);
-      connection.socket.on('error', () => {}); // seen as a rejected next()
-      return connection;
-    };
-    let http = connect();
-    for (let k = 0; !this.#stopped; k++) {
-      const wait = firstAt + k * everyMs - performance.now();
-      if (wait > 0) await sleep(wait);
-      const seq = ++this.#seq;
-      const body = JSON.stringify({ name: 'order-updates', eventData: { recipientId, tag: this.tag, seq } });
-      try {
-        http.write(emitRequest(api, body));
-        // An answer that never comes (a node that stopped) must not hold the flow: the connection is dropped instead.
-        const timer = setTimeout(() => http.socket.destroy(), 5000);
-        const { status } = await http.next().finally(() => clearTimeout(timer));
-        (status === 200 ? answered : refused).push(seq);
-      } catch {
-        refused.push(seq);
-        http = connect();
-      }
-    }
-    http.socket.destroy();
-  }
-
-  /** Stop, and once the last answers are in, wait until each person has the last of theirs answered 200. */
-  async stop(): Promise<void> {
-    await this.halt();
-    await Promise.all(listeners.map((listener) => {
-      const last = this.answered.get(listener.recipientId)?.at(-1);
-      return last === undefined ? undefined : listener.until(this.tag, last);
-    }));
-  }
-
-  /** Stop emitting (also when a test fails half-way: no emit may outlive its test). */
-  async halt(): Promise<void> {
-    this.#stopped = true;
-    await Promise.all(this.#loops);
-  }
-
-  /** Every person got exactly what was answered 200, once each, in the order sent. */
-  everyOneOnce(): void {
-    for (const listener of listeners) assert.deepEqual(listener.seqs(this.tag), this.answered.get(listener.recipientId), `person ${listener.recipientId}`);
-  }
-}
+const flowThrough = (tag: string, through: FleetNode): Flow => new Flow(tag, through, { listeners, api, rate: RATE });
 
 before(async () => {
   redis = await startRedis();
@@ -158,7 +33,7 @@ before(async () => {
     raw.events['order-updates'].history = { size: 5000, ttlSeconds: 600, maxReplay: 5000 };
   });
   api = await apiToken(fleet);
-  listeners = PEOPLE.map((_, i) => new Listener(i));
+  listeners = PEOPLE.map((_, i) => new Listener(i, { url: fleet.ws, gate: () => gate?.promise }));
   await Promise.all(listeners.map(async (listener, i) => {
     const [u, p] = PEOPLE[i]!;
     await listener.connect({ apiToken: api, personToken: await personToken(fleet, u, p) });
@@ -199,7 +74,7 @@ async function everyoneBack(drops: number, reconnectsBefore: number): Promise<vo
 async function throughout(tag: string, at: number, happen: () => Promise<number>): Promise<void> {
   const [left, through] = [fleet.nodes[at]!, fleet.nodes[(at + 1) % fleet.nodes.length]!];
   const before = [await replayed(left), listeners.reduce((sum, listener) => sum + listener.recovered.length, 0)] as const;
-  const flow = new Flow(tag, through);
+  const flow = flowThrough(tag, through);
   try {
     await sleep(300);
     const dropped = await happen();
@@ -252,7 +127,7 @@ test('Redis restarts empty while some clients are away: they resume with recover
   const [victim, at] = await busiest();
   const away = await nodeMetric(victim, 'herald_connections');
   const through = fleet.nodes[(at + 1) % 3]!;
-  const flow = new Flow('redis', through);
+  const flow = flowThrough('redis', through);
   let resyncedAt: Map<string, number>;
   try {
     await sleep(300);

@@ -75,6 +75,7 @@ test('a gap the history no longer holds (or a read that fails) is given up: the 
     await settle();
     assert.deepEqual(offsets(passed), [3, 4]);
     assert.equal(counts.lost, 1);
+    assert.deepEqual(passed.map((entry) => entry.afterLoss), [true, undefined], 'the first entry after the loss says so, and only it');
   }
 });
 
@@ -85,7 +86,27 @@ test('another epoch (Redis lost the history): taken from its offset 0, its first
   history.arrive(live(3, 'epoch-b'));
   await settle();
   assert.deepEqual(passed.map((entry) => `${entry.epoch}:${entry.offset}`), ['epoch-a:41', 'epoch-b:1', 'epoch-b:2', 'epoch-b:3']);
+  assert.deepEqual(passed.map((entry) => entry.afterLoss), [undefined, true, undefined, undefined], "what epoch-a had not let through is lost: epoch-b's first says so");
   assert.deepEqual(history.position, { offset: 3, epoch: 'epoch-b' });
+});
+
+test('reach: entries appended while nothing arrived (Redis was lost) are read and let through; gone ones are told on the next', async () => {
+  const { history, passed } = route(6);
+  history.begin({ epoch: EPOCH, offset: 2, entries: [], unrecovered: undefined });
+  history.reach({ epoch: EPOCH, offset: 6, entries: [], unrecovered: undefined });
+  await settle();
+  assert.deepEqual(offsets(passed), [3, 4, 5, 6]);
+  assert.ok(passed.every((entry) => entry.afterLoss === undefined));
+  history.reach({ epoch: EPOCH, offset: 6, entries: [], unrecovered: undefined });
+  await settle();
+  assert.equal(passed.length, 4, 'nothing behind: nothing read');
+
+  const trimmed = route(9, { read: async () => ({ epoch: EPOCH, offset: 9, entries: [], unrecovered: 'capped' }) });
+  trimmed.history.begin({ epoch: EPOCH, offset: 2, entries: [], unrecovered: undefined });
+  trimmed.history.reach({ epoch: EPOCH, offset: 9, entries: [], unrecovered: undefined });
+  await settle();
+  trimmed.history.arrive(live(10));
+  assert.deepEqual(trimmed.passed.map((entry) => [entry.offset, entry.afterLoss]), [[10, true]]);
 });
 
 test('a position that could not be read is taken from the first arrival', () => {
@@ -118,6 +139,7 @@ test('property: any interleaving of arrivals, repeats, gaps and late reads lets 
       await Promise.all([begin, ...arrived]);
       const last = Math.max(start, ...arriving);
       assert.deepEqual(offsets(passed), Array.from({ length: last - start }, (_, i) => start + 1 + i));
+      assert.ok(passed.every((entry) => entry.afterLoss === undefined), 'a history that holds everything loses nothing');
     }),
     { numRuns: 300 },
   );

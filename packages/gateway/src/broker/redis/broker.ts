@@ -6,7 +6,7 @@
  * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
  */
 import { isRecord } from '@herald/protocol';
-import type { HistoryConfig } from '../../config/schema.ts';
+import { defaultLostAfterMs, type HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
@@ -40,6 +40,8 @@ export interface RedisBrokerOptions {
   /** How long a node whose connection Redis still holds may go without a heartbeat before it is swept (≥ leaseMs). */
   connectedLeaseMs: number;
   sweepIntervalMs: number;
+  /** Redis is lost when it has not answered for this long, even with its connection open (probe.ts). Default: config's. */
+  lostAfterMs?: number | undefined;
   observer: BrokerObserver;
   /** Hashes the routes are spread over (config redis.routeBuckets); the same on every node of a fleet. */
   routeBuckets: number;
@@ -74,6 +76,8 @@ export class RedisBroker implements Broker {
   readonly #adding = new Map<string, Promise<void>>();
   /** Routes whose removal waits for the next batch (still in #routes and held in #shapes until written). */
   readonly #leaving = new Map<string, Route>();
+  /** Routes whose removal failed (Redis unreachable): Redis may still name this node for them until the resync. */
+  readonly #unremoved = new Map<string, Route>();
   #removals: PromiseWithResolvers<void> | undefined;
   #removalTimer: NodeJS.Timeout | undefined;
   #onDelivery: DeliveryHandler = () => {};
@@ -86,7 +90,7 @@ export class RedisBroker implements Broker {
     this.nodeId = options.nodeId;
     this.#observer = options.observer;
     this.#keys = keyspace(options.keyPrefix);
-    this.#connection = connect(options.target, this.#keys.clientName(this.nodeId), {
+    this.#connection = connect(options.target, this.#keys.clientName(this.nodeId), { lostAfterMs: options.lostAfterMs ?? defaultLostAfterMs(options.leaseMs) }, {
       leanReads: (lean, why) => options.observer.leanReads(lean, why),
       lost: (why) => options.observer.redisLost(why),
       back: () => options.observer.redisBack(),
@@ -338,13 +342,32 @@ export class RedisBroker implements Broker {
     const lastOfShape = this.#shapes.release(route);
     return () => {
       const removed = this.#registry.remove(route.key, this.#routes.size === 0);
-      return lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
+      const written = lastOfShape ? Promise.all([removed, this.#shapes.withdrawShape(route.event, shapeKeyOf(route.fields), this.nodeId)]) : removed;
+      return written.catch((error: unknown) => {
+        this.#unremoved.set(route.key, route);
+        throw error;
+      });
     };
   }
 
-  /** Write this node's whole state again. Idempotent: route scripts, set members and bits. */
+  /**
+   * Write this node's whole state again. Idempotent: route scripts, set members and bits. Routes whose removal failed
+   * meanwhile, and that this node does not hold again, are removed: emits for them would reach this node for nothing.
+   */
   async #resync(): Promise<number> {
-    await Promise.all([this.#registry.writeAll(this.#routes.keys()), this.#shapes.publishAll(this.nodeId)]);
+    const unremoved = [...this.#unremoved.values()].filter((route) => !this.#routes.has(route.key));
+    this.#unremoved.clear();
+    try {
+      await Promise.all([
+        this.#registry.writeAll(this.#routes.keys()),
+        this.#shapes.publishAll(this.nodeId),
+        ...unremoved.map((route) => this.#registry.remove(route.key, false)),
+        this.#shapes.withdrawUnheld(this.nodeId, unremoved),
+      ]);
+    } catch (error) {
+      for (const route of unremoved) this.#unremoved.set(route.key, route);
+      throw error;
+    }
     return this.#routes.size;
   }
 }

@@ -4,6 +4,7 @@
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
 import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
+import { Probe } from './probe.ts';
 import { readsFor, readsThrough, retryDelayMs, type LeanReadsListener, type Reads } from './reads.ts';
 
 export type Commands = Redis | Cluster;
@@ -11,6 +12,12 @@ export type Commands = Redis | Cluster;
 export interface RedisTarget {
   url?: string | undefined;
   cluster?: readonly string[] | undefined;
+}
+
+/** How the connection finds out that Redis does not answer (probe.ts). */
+export interface Liveness {
+  /** Redis is lost when a PING, a connection attempt or its handshake has had no answer for this long. */
+  lostAfterMs: number;
 }
 
 export interface Connection {
@@ -33,12 +40,16 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-const COMMON = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  // Keep trying forever, at most once a second: the node stays up and recovers by itself.
-  retryStrategy: retryDelayMs,
-} satisfies RedisOptions;
+function commonOptions({ lostAfterMs }: Liveness) {
+  return {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    // Keep trying forever, at most once a second: the node stays up and recovers by itself.
+    retryStrategy: retryDelayMs,
+    // A connection attempt into a partition (SYN unanswered) is dropped and tried again, as a silent connection is.
+    connectTimeout: lostAfterMs,
+  } satisfies RedisOptions;
+}
 
 /**
  * One redis-server's connection, whose commands of one turn of the event loop leave in one write. ioredis's
@@ -82,31 +93,42 @@ export interface ConnectionListeners {
 }
 
 /** `name`: what every connection calls itself (CLIENT SETNAME); a refused SETNAME is ignored (ioredis). */
-export function connect(target: RedisTarget, name: string, listeners: ConnectionListeners = {}): Connection {
+export function connect(target: RedisTarget, name: string, liveness: Liveness, listeners: ConnectionListeners = {}): Connection {
+  const common = commonOptions(liveness);
   if (target.cluster) {
     const cluster = new Cluster(target.cluster.map(hostPort), {
       shardedSubscribers: true,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
       clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
-      redisOptions: { maxRetriesPerRequest: 1, connectionName: name },
+      redisOptions: { maxRetriesPerRequest: 1, connectionName: name, connectTimeout: common.connectTimeout },
     });
+    // Each master's connection is asked, and cut alone: the other shards go on.
+    const probe = new Probe({ ...liveness, clients: () => cluster.nodes('master'), cut: (master, why) => master.stream?.destroy(new Error(why)) });
     // The cluster client keeps sharded subscribers of its own, one per master.
-    return connection(cluster, cluster, readsThrough(cluster, false), listeners);
+    return connection(cluster, cluster, readsThrough(cluster, false), probe, listeners);
   }
   const url = target.url ?? 'redis://127.0.0.1:6379';
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
-  const commands = new BatchingRedis(url, { ...COMMON, connectionName: name });
+  const commands = new BatchingRedis(url, { ...common, connectionName: name });
   // Channels are subscribed again by subscribe() below, not by ioredis: its own resubscription leaves a refusal unhandled.
-  const subscriber = new Redis(url, { ...COMMON, connectionName: name, enableOfflineQueue: true, autoResubscribe: false });
-  return connection(commands, subscriber, readsFor(url, commands, listeners.leanReads), listeners);
+  const subscriber = new Redis(url, { ...common, connectionName: name, enableOfflineQueue: true, autoResubscribe: false });
+  const reads = readsFor(url, commands, liveness, listeners.leanReads);
+  // One redis-server: a silent command connection means the others are cut off too (the channel's backlog included).
+  const cutAll = (why: string) => {
+    for (const client of [commands, subscriber]) client.stream?.destroy(new Error(why));
+    reads.cut(why);
+  };
+  const probe = new Probe({ ...liveness, clients: () => [commands], cut: (_, why) => cutAll(why) });
+  return connection(commands, subscriber, reads, probe, listeners);
 }
 
-function connection(commands: Commands, subscriber: Commands, reads: Reads, listeners: ConnectionListeners): Connection {
+function connection(commands: Commands, subscriber: Commands, reads: Reads, probe: Probe, listeners: ConnectionListeners): Connection {
   const clients = [...new Set([commands, subscriber])];
   // Errors are reported through readiness and failed commands; unlistened, they would crash the node.
   for (const client of clients) client.on('error', () => {});
   const reachability = watchReachability(commands, listeners);
+  probe.start();
   return {
     commands,
     ready: () => commands.status === 'ready',
@@ -132,6 +154,7 @@ function connection(commands: Commands, subscriber: Commands, reads: Reads, list
     reads,
     async close() {
       reachability.closing();
+      probe.stop();
       reads.close();
       await Promise.allSettled(clients.map((client) => client.quit()));
     },

@@ -11,7 +11,7 @@
  */
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
-import type { Commands } from './connection.ts';
+import type { Commands, Liveness } from './connection.ts';
 
 export interface Reads {
   /**
@@ -36,6 +36,8 @@ export interface Reads {
   unsentBatch(): number | undefined;
   /** Resolves once reads go the fastest way this Redis allows (the lean connection is up). */
   whenReady(): Promise<void>;
+  /** Redis does not answer (probe.ts): drop the lean connection, failing what waits on it; it connects again by itself. */
+  cut(why: string): void;
   close(): void;
 }
 
@@ -55,6 +57,7 @@ export function readsThrough(commands: Commands, inOrder: boolean): Reads {
     evalsha: (sha, keys, args) => commands.evalsha(sha, keys.length, ...keys, ...args),
     unsentBatch: () => undefined,
     whenReady: () => Promise.resolve(),
+    cut: () => {},
     close: () => {},
   };
 }
@@ -75,7 +78,7 @@ export const retryDelayMs = (attempt: number): number => Math.min(50 * attempt, 
  * The reads for one redis-server at `url`: the lean connection for a plain redis:// or rediss:// URL, else (a
  * socket path, options in the query, which ioredis reads) through ioredis alone.
  */
-export function readsFor(url: string, commands: Commands, listener: LeanReadsListener = () => {}): Reads {
+export function readsFor(url: string, commands: Commands, liveness: Liveness, listener: LeanReadsListener = () => {}): Reads {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -83,7 +86,7 @@ export function readsFor(url: string, commands: Commands, listener: LeanReadsLis
     return readsThrough(commands, true);
   }
   const plain = (parsed.protocol === 'redis:' || parsed.protocol === 'rediss:') && parsed.hostname !== '' && parsed.search === '';
-  return plain ? new RespReads(parsed, commands, listener) : readsThrough(commands, true);
+  return plain ? new RespReads(parsed, commands, liveness, listener) : readsThrough(commands, true);
 }
 
 /** The lean connection to one redis-server, with ioredis (`fallback`) for the reads it cannot take now. */
@@ -93,6 +96,7 @@ class RespReads implements Reads {
   readonly #url: URL;
   readonly #fallback: Commands;
   readonly #listener: LeanReadsListener;
+  readonly #liveness: Liveness;
   /** What the listener was last told: 'lean', or why not. */
   #told: string | undefined;
   /** Why the current socket is closing, when this side knows better than its close does. */
@@ -112,9 +116,10 @@ class RespReads implements Reads {
   #in: Buffer = Buffer.alloc(0);
   #at = 0;
 
-  constructor(url: URL, fallback: Commands, listener: LeanReadsListener) {
+  constructor(url: URL, fallback: Commands, liveness: Liveness, listener: LeanReadsListener) {
     this.#url = url;
     this.#fallback = fallback;
+    this.#liveness = liveness;
     this.#listener = listener;
     this.#connect();
   }
@@ -150,6 +155,10 @@ class RespReads implements Reads {
     return this.#whenReady.promise;
   }
 
+  cut(why: string): void {
+    this.#closeBecause(this.#socket, why);
+  }
+
   close(): void {
     this.#closed = true;
     clearTimeout(this.#retry);
@@ -181,6 +190,9 @@ class RespReads implements Reads {
     this.#closing = undefined;
     socket.setNoDelay(true);
     socket.setKeepAlive(true);
+    // Until the handshake is answered: a connection into a partition is dropped and tried again, not waited on.
+    const { lostAfterMs } = this.#liveness;
+    socket.setTimeout(lostAfterMs, () => this.#closeBecause(socket, `Redis did not answer a connection attempt within ${lostAfterMs} ms`));
     socket.on('data', (chunk: Buffer) => this.#receive(chunk));
     socket.on('error', (error) => {
       this.#closing ??= error.message;
@@ -189,7 +201,10 @@ class RespReads implements Reads {
     socket.once(protocol === 'rediss:' ? 'secureConnect' : 'connect', () => void this.#handshake(socket));
   }
 
-  /** AUTH and SELECT as the URL asks; this connection takes reads once Redis has answered them. */
+  /**
+   * AUTH and SELECT as the URL asks, and a PING; this connection takes reads once Redis has answered them (a TCP
+   * connection alone may reach no Redis: a proxy in a partition accepts it).
+   */
   async #handshake(socket: Socket): Promise<void> {
     const { username, password, pathname } = this.#url;
     const db = pathname.slice(1);
@@ -199,9 +214,11 @@ class RespReads implements Reads {
       steps.push(this.#send(command('AUTH', ...credentials.map(decodeURIComponent))));
     }
     if (db !== '' && db !== '0') steps.push(this.#send(command('SELECT', db)));
+    steps.push(this.#send(command('PING')));
     try {
       for (const reply of await Promise.all(steps)) if (reply instanceof Error) throw reply;
       if (socket !== this.#socket) return;
+      socket.setTimeout(0);
       this.#attempt = 0;
       this.#ready = true;
       this.#whenReady.resolve();

@@ -101,6 +101,12 @@ export class ShapeIndex {
     await Promise.all([...expired, ...[...this.#held.keys()].map((id) => this.publishShape(...split(id), nodeId))]);
   }
 
+  /** Withdraw this node from the shapes of these routes that it holds no route of now (their removal failed). */
+  async withdrawUnheld(nodeId: string, routes: readonly Route[]): Promise<void> {
+    const unheld = new Set(routes.map((route) => `${route.event}|${shapeKeyOf(route.fields)}`).filter((id) => !this.#held.has(id)));
+    await Promise.all([...unheld].map((id) => this.withdrawShape(...split(id), nodeId)));
+  }
+
   /** Withdraw a node (a dead one, or this one leaving) from the shapes of its routes. */
   async withdrawAll(nodeId: string, routeKeys: readonly string[]): Promise<void> {
     const shapes = new Set(routeKeys.map(shapeOfRouteKey));
