@@ -33,6 +33,9 @@ interface Sent {
   sentAt: number;
 }
 
+/** How often a node whose own channel is lost sends its canary (when that is sooner than canary.intervalMs). */
+const LOST_ROUND_MS = 1000;
+
 export class Canary {
   readonly #options: CanaryOptions;
   readonly #nodeId: string;
@@ -40,6 +43,8 @@ export class Canary {
   readonly #pending = new Map<string, Sent>();
   #seq = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** While the channel is lost, the next round comes sooner than the interval's. */
+  #soon: NodeJS.Timeout | undefined;
   /** When a canary last came back through this node's own channel (or the canary started), moved as sentAt is. */
   #ownBackAt = performance.now();
   /** When the last round ran: a round that comes late tells how long this node's event loop stood still. */
@@ -67,6 +72,7 @@ export class Canary {
 
   stop(): void {
     clearInterval(this.#timer);
+    clearTimeout(this.#soon);
     this.#pending.clear();
   }
 
@@ -123,6 +129,13 @@ export class Canary {
     for (const target of nodes) {
       this.#pending.set(`${seq} ${target}`, { target, sentAt: performance.now() });
       broker.sendCanary(target, `ping,${this.#nodeId},${seq}`).catch(() => {});
+    }
+    // A node not ready for its lost channel (Redis lost, or its subscription refused) is ready again as soon as a
+    // canary comes back: while lost, one is sent every second rather than every interval.
+    clearTimeout(this.#soon);
+    if (this.#lost && this.#options.intervalMs > LOST_ROUND_MS) {
+      this.#soon = setTimeout(() => void this.#round(), LOST_ROUND_MS);
+      this.#soon.unref();
     }
   }
 

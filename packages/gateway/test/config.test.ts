@@ -175,6 +175,19 @@ describe('config', () => {
     refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', leaseMs: 20_000, connectedLeaseMs: 10_000 } }, ['redis.connectedLeaseMs', 'at least leaseMs']);
   });
 
+  it('defaults redis.lostAfterMs to a quarter of leaseMs (at least 500 ms) and lostCloseMs to leaseMs; refuses bad ones', () => {
+    const redisOf = (redis: Record<string, unknown>) =>
+      loadConfigFile(writeConfig({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', ...redis } })).redis!;
+    const lost = (redis: Record<string, unknown>) => [redisOf(redis).lostAfterMs, redisOf(redis).lostCloseMs];
+    assert.deepEqual(lost({}), [2500, 10_000]);
+    assert.deepEqual(lost({ leaseMs: 1000 }), [500, 1000]);
+    assert.deepEqual(lost({ leaseMs: 40_000 }), [10_000, 40_000]);
+    assert.deepEqual(lost({ lostAfterMs: 800, lostCloseMs: 0 }), [800, 0]);
+    for (const bad of [{ lostAfterMs: 50 }, { lostAfterMs: 1.5 }, { lostCloseMs: -1 }, { lostCloseMs: '10s' }]) {
+      refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', ...bad } }, [`redis.${Object.keys(bad)[0]}`]);
+    }
+  });
+
   it('canary and status: defaults 5 s, 15 s and 2 s; integers in range taken, a timeout not past the interval and anything else refused', () => {
     const config = loadConfigFile(DEFAULT_CONFIG_FILE);
     assert.deepEqual([config.canary, config.status], [{ intervalMs: 5000, timeoutMs: 15_000 }, { intervalMs: 2000 }]);

@@ -13,6 +13,9 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import { WebSocket } from 'ws';
 import { CloseCode } from '@herald/protocol';
 import { control } from '../support/control.ts';
 import { apiToken, emit, personToken } from '../support/gateway.ts';
@@ -64,6 +67,14 @@ after(async () => {
 });
 
 const readyz = async (node: FleetNode): Promise<number> => (await fetch(`${node.http}/readyz`)).status;
+
+/** The HTTP status a WebSocket upgrade straight to `node` is answered with (101: let in). */
+async function upgradeStatus(node: FleetNode): Promise<number> {
+  const socket = new WebSocket(`${node.ws}/?x-am-authorization=${api}`);
+  const [answer] = (await Promise.race([once(socket, 'upgrade'), once(socket, 'unexpected-response').then(([, response]) => [response])])) as [IncomingMessage];
+  socket.terminate();
+  return answer.statusCode!;
+}
 const sinceMs = (start: number): number => Math.round(performance.now() - start);
 
 /** Announcements through one node, numbered; each answer kept by its status. */
@@ -166,6 +177,7 @@ async function cutFor(cutMs: number, held: number): Promise<Figures> {
   const emitRefusedInMs = sinceMs(emitAt);
   assert.deepEqual([refused.status, refused.body.errors?.[0]?.code], [503, 'UNAVAILABLE']);
   assert.ok(emitRefusedInMs < 1000, `an emit on the cut-off node answered in ${emitRefusedInMs} ms`);
+  assert.equal(await upgradeStatus(cutOff), 503, 'a client that comes straight to it is refused');
   const cutOffNow = () => listeners.filter((listener, i) => listener.closes.slice(closesBefore[i]).includes(CloseCode.NODE_CUT_OFF));
   await until(async () => cutOffNow().length === held, `its ${held} clients let go`, TIMES.longerThanLostClose);
   const closedAt = cutOffNow().map((listener) => listener.closedAt.at(-1)! - cutAt);
@@ -176,6 +188,7 @@ async function cutFor(cutMs: number, held: number): Promise<Figures> {
   proxy.heal();
   const healedAt = performance.now();
   await until(async () => (await readyz(cutOff)) === 200, 'the healed node to be ready again', 15_000);
+  assert.equal(await upgradeStatus(cutOff), 101, 'and takes clients again');
   const round = (ms: number) => Math.round(ms);
   return { notReadyMs, emitRefusedInMs, firstClosedMs: round(Math.min(...closedAt)), lastClosedMs: round(Math.max(...closedAt)), allResumedMs, readyAfterHealMs: sinceMs(healedAt) };
 }
@@ -215,5 +228,8 @@ test('a flapping path (five short cuts): the clients stay, and get every notific
     return { notReadyMs: NaN, emitRefusedInMs: NaN, readyAfterHealMs: NaN };
   });
   assert.equal(moved.size, 0, 'no client was let go for cuts shorter than lostCloseMs');
-  assert.ok((await nodeMetric(cutOff, 'herald_redis_lost_total')) - lostBefore >= 5, 'each cut was noticed');
+  const noticed = (await nodeMetric(cutOff, 'herald_redis_lost_total')) - lostBefore;
+  console.log(`# flap: ${noticed} of 5 cuts of ${TIMES.flap} ms noticed (lostAfterMs ${LOST_AFTER_MS}, asked every ${LOST_AFTER_MS / 4} ms)`);
+  // A cut is noticed between lostAfterMs and a probe's interval later; one shorter than that may heal first.
+  if (TIMES.flap > 1.5 * LOST_AFTER_MS) assert.equal(noticed, 5, 'each cut was noticed');
 });
