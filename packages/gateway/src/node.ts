@@ -73,7 +73,8 @@ export class Gateway {
   readonly #webhooks: Webhooks | undefined;
   readonly #canary: Canary;
   readonly #fleetStatus: FleetStatus;
-  readonly #outage: RedisOutage;
+  /** With Redis only: the in-process broker cannot be lost. */
+  readonly #outage: RedisOutage | undefined;
   #ready = false;
   /** While Redis is lost, its failed writes and reads are counted but not logged: "Redis lost" said it once. */
   #redisLost = false;
@@ -131,7 +132,7 @@ export class Gateway {
     const tables = new TableCatalogue(config);
     const catalogue = new EventCatalogue(config.events, tables);
     this.#admission = new Admission({ ...config.admission, metrics: this.metrics });
-    this.#outage = this.#outageFor(config.redis?.lostCloseMs);
+    this.#outage = config.redis && this.#outageFor(config.redis.lostCloseMs);
     this.#runners = new CodeRunners(config.code);
     const transport = new WebSocketTransport({
       authenticator: this.authenticator,
@@ -186,7 +187,7 @@ export class Gateway {
   }
 
   /** While Redis is lost no client is let in; past lostCloseMs the node's clients are let go (session/outage.ts). */
-  #outageFor(lostCloseMs = Infinity): RedisOutage {
+  #outageFor(lostCloseMs: number): RedisOutage {
     const { log } = this;
     return new RedisOutage({
       hub: this.hub,
@@ -268,13 +269,12 @@ export class Gateway {
         redisLost: (why) => {
           this.#redisLost = true;
           metrics.redisLost.inc();
-          this.#outage.lost();
-          const letGo = Number.isFinite(redis.lostCloseMs) ? `, and its clients are let go in ${redis.lostCloseMs / 1000} s` : '';
-          log.error({ why }, `Redis lost: emits answer 503 and this node takes no client until Redis is back${letGo}`);
+          this.#outage?.lost();
+          log.error({ why }, `Redis lost: emits answer 503 and this node takes no client until Redis is back, and its clients are let go in ${redis.lostCloseMs / 1000} s`);
         },
         redisBack: () => {
           this.#redisLost = false;
-          this.#outage.back();
+          this.#outage?.back();
           log.info('Redis back');
         },
         undeliverable(error) {
@@ -380,7 +380,7 @@ export class Gateway {
       this.#fastPath?.close();
     }
     this.#admission.close();
-    this.#outage.stop();
+    this.#outage?.stop();
     this.#canary.stop();
     this.#fleetStatus.stop();
     this.#sessions.close();

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import type { Commands } from '../../src/broker/redis/connection.ts';
+import type { Commands } from '../../src/broker/redis/clients.ts';
 import { readsFor, type Reads } from '../../src/broker/redis/reads.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 

@@ -4,20 +4,13 @@
  * 503 instead of hanging, and route writes are repaired by a resync when Redis is back.
  */
 import { Cluster, Redis, type Command, type RedisOptions } from 'ioredis';
+import type { Commands, Liveness } from './clients.ts';
 import { Probe } from './probe.ts';
 import { readsFor, readsThrough, retryDelayMs, type LeanReadsListener, type Reads } from './reads.ts';
-
-export type Commands = Redis | Cluster;
 
 export interface RedisTarget {
   url?: string | undefined;
   cluster?: readonly string[] | undefined;
-}
-
-/** How the connection finds out that Redis does not answer (probe.ts). */
-export interface Liveness {
-  /** Redis is lost when a PING, a connection attempt or its handshake has had no answer for this long. */
-  lostAfterMs: number;
 }
 
 export interface Connection {

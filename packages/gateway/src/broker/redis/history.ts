@@ -26,7 +26,7 @@ import type { Result } from 'ioredis';
 import type { HistoryConfig } from '../../config/schema.ts';
 import type { HistoryRange, HistoryRead, Unrecovered } from '../broker.ts';
 import { newEpoch } from '../history.ts';
-import type { Commands } from './connection.ts';
+import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
 import type { Reads } from './reads.ts';
 

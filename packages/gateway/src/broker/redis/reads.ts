@@ -11,7 +11,7 @@
  */
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
-import type { Commands, Liveness } from './connection.ts';
+import type { Commands, Liveness } from './clients.ts';
 
 export interface Reads {
   /**

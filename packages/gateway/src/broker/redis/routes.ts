@@ -11,7 +11,8 @@
  */
 import type { Result } from 'ioredis';
 import { ConfigError } from '../../errors.ts';
-import type { Commands, Connection } from './connection.ts';
+import type { Commands } from './clients.ts';
+import type { Connection } from './connection.ts';
 import type { Reads } from './reads.ts';
 import { NODE_ID_SEPARATOR as SEP } from '../../node-id.ts';
 import { bucketOf, type Keyspace } from './keys.ts';

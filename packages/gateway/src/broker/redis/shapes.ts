@@ -11,7 +11,7 @@
  */
 import type { Histories } from '../broker.ts';
 import { shapeKeyOf, type Route } from '../../events/routing.ts';
-import type { Commands } from './connection.ts';
+import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
 
 /** A criteria shape as Redis holds it (its key: the sorted field names, joined by ","), with its fields. */
