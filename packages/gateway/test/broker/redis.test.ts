@@ -361,13 +361,19 @@ describe('on one redis-server', () => {
 
   test('adds close together leave in one batch after the first, and each is routable once its promise settles', async () => {
     const prefix = `adds${randomBytes(3).toString('hex')}`;
-    const node = broker({ target: { url: redis.url }, nodeId: 'adder', observer: watcher().observer, keyPrefix: prefix });
+    // Leases no loaded machine lets lapse in this test: a sweep of the adder would be another test's subject.
+    const leases = { leaseMs: 60_000, connectedLeaseMs: 60_000 };
+    const node = broker({ ...leases, target: { url: redis.url }, nodeId: 'adder', observer: watcher().observer, keyPrefix: prefix });
     await node.start(() => {});
-    const emitter = broker({ target: { url: redis.url }, nodeId: 'adds-emitter', observer: watcher().observer, keyPrefix: prefix });
+    const emitter = broker({ ...leases, target: { url: redis.url }, nodeId: 'adds-emitter', observer: watcher().observer, keyPrefix: prefix });
     await emitter.start(() => {});
     const routes = Array.from({ length: 30 }, (_, i) => routeOf('order-updates', { recipientId: `a${i}` }));
+    const loopStart = performance.now();
     const adds = routes.map((route) => node.addRoute(route));
-    assert.equal(new Set(adds.slice(1)).size, 1, 'one promise for the batch');
+    const loopMs = performance.now() - loopStart;
+    // One batch a millisecond: the loop's adds after the first share one, or (a collection paused the loop) one per
+    // millisecond it took; never one each.
+    assert.ok(new Set(adds.slice(1)).size <= 1 + Math.ceil(loopMs), `${new Set(adds.slice(1)).size} batches in ${loopMs.toFixed(1)} ms`);
     assert.notEqual(adds[0], adds[1], 'the first leaves at once');
     await Promise.all(adds);
     const reached = await Promise.all(routes.map((_, i) => emitter.publish('order-updates', { recipientId: `a${i}` })));
