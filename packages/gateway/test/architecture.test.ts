@@ -127,7 +127,25 @@ describe('the gateway imports down', () => {
   });
 });
 
+/** File -> the files of its package it imports (relative specifiers), for a cycle between files. */
+function fileGraph(dir: string): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of sourcesUnder(dir)) {
+    const edges = new Map<string, string>();
+    for (const specifier of importsOf(file)) if (specifier.startsWith('.')) edges.set(relative(dir, resolve(dirname(file), specifier)), relative(dir, file));
+    graph.set(relative(dir, file), edges);
+  }
+  return graph;
+}
+
 describe('the packages import down', () => {
+  it('no two files of a package import each other, however far round', () => {
+    for (const dir of ['protocol/src', 'client/src', 'gateway/src', 'loadgen/src']) {
+      const cycle = findCycle(fileGraph(join(PACKAGES, dir)));
+      assert.equal(cycle, undefined, `files of ${dir} import each other: ${cycle?.join(' -> ')}`);
+    }
+  });
+
   it('protocol imports nothing (no I/O, no other package); client imports only protocol', () => {
     const outside = (dir: string, allowed: (specifier: string) => boolean): string[] =>
       sourcesUnder(join(PACKAGES, dir)).flatMap((file) =>

@@ -1,7 +1,7 @@
 /** The command line of wsload, turned into checked options for each command. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_MAX_DELAY_MS, DEFAULT_MIN_DELAY_MS } from '@herald/client';
-import { SOURCE_ADDRESSES } from './pool.ts';
+import { SOURCE_ADDRESSES } from './source-addresses.ts';
 import type { ClientKind } from './load-client.ts';
 import type { ReconnectPolicy } from './reconnect.ts';
 import type { CriteriaMode, TokenMode } from './roster.ts';

@@ -12,11 +12,9 @@
 import { reconnectDelay, reconnectDelayAfter } from '@herald/client';
 import { ErrorCode } from '@herald/protocol';
 import { clockMs } from './frames.ts';
-import { Histogram } from './histogram.ts';
 import type { ClientObserver, ClientOptions, HistoryOutcome, LoadClient } from './load-client.ts';
 import { newClient } from './ws-client.ts';
-import { count, type ReportBody } from './report.ts';
-import { attemptsFailedOf, type PoolSnapshot } from './snapshot.ts';
+import type { PoolSnapshot } from './snapshot.ts';
 import { seriesFrom } from './timeline.ts';
 
 /** Bounds of the wait before each attempt, ms (the SDK's minDelayMs and maxDelayMs). */
@@ -147,19 +145,4 @@ export function reconnectFigures(s: PoolSnapshot): ReconnectFigures {
     allBackS: allBack ? Math.round(s.lastBackAt - s.firstDropAt) / 1000 : null,
     series: s.firstDropAt === 0 ? [] : seriesFrom(s.level, s.firstDropAt),
   };
-}
-
-/** The reconnect part of a fill, listen or notify report: its figures, the away latency, failed attempts, a line. */
-export function addReconnect(body: ReportBody, summary: string[], s: PoolSnapshot): void {
-  const figures = reconnectFigures(s);
-  const away = Histogram.from(s.away).summary();
-  body.reconnect = figures;
-  body.latency.away = away;
-  for (const [reason, n] of Object.entries(s.retryFailures)) body.failures[`reconnect ${reason}`] = n;
-  const attemptsFailed = attemptsFailedOf(s);
-  const back = figures.allBackS === null ? `${count(figures.away)} still away` : `the last ${figures.allBackS.toFixed(1)} s after the first drop`;
-  summary.push(
-    `reconnect: ${count(figures.dropped)} dropped, ${count(figures.back)} back registered, ${back}; ` +
-      `away p50 ${Math.round(away.p50)} ms, p99 ${Math.round(away.p99)} ms; ${count(attemptsFailed)} attempts refused or failed`,
-  );
 }

@@ -5,11 +5,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { PerEmitFigures } from './emit-tallies.ts';
-import type { LatencySummary } from './histogram.ts';
+import { Histogram, type LatencySummary } from './histogram.ts';
 import { describeMachine, machine, type Machine } from './machine.ts';
 import type { CommonOptions } from './options.ts';
 import type { RateSummary } from './rates.ts';
-import type { ReconnectFigures } from './reconnect.ts';
+import { reconnectFigures, type ReconnectFigures } from './reconnect.ts';
+import { attemptsFailedOf, type PoolSnapshot } from './snapshot.ts';
 
 export interface RunReport {
   tool: 'wsload';
@@ -119,4 +120,19 @@ export function formatReport(report: RunReport, summary: readonly string[]): str
 
 export function writeJson(file: string, report: RunReport): void {
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/** The reconnect part of a fill, listen or notify report: its figures, the away latency, failed attempts, a line. */
+export function addReconnect(body: ReportBody, summary: string[], s: PoolSnapshot): void {
+  const figures = reconnectFigures(s);
+  const away = Histogram.from(s.away).summary();
+  body.reconnect = figures;
+  body.latency.away = away;
+  for (const [reason, n] of Object.entries(s.retryFailures)) body.failures[`reconnect ${reason}`] = n;
+  const attemptsFailed = attemptsFailedOf(s);
+  const back = figures.allBackS === null ? `${count(figures.away)} still away` : `the last ${figures.allBackS.toFixed(1)} s after the first drop`;
+  summary.push(
+    `reconnect: ${count(figures.dropped)} dropped, ${count(figures.back)} back registered, ${back}; ` +
+      `away p50 ${Math.round(away.p50)} ms, p99 ${Math.round(away.p99)} ms; ${count(attemptsFailed)} attempts refused or failed`,
+  );
 }

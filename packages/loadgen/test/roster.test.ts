@@ -1,7 +1,7 @@
 /** Who each client is and where it connects from: the plans a load process holds tens of thousands of. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sourceAddress } from '../src/pool.ts';
+import { sourceAddress } from '../src/source-addresses.ts';
 import { planClient, registerFrameOf, type Roster } from '../src/roster.ts';
 
 const roster: Roster = {

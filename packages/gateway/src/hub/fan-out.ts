@@ -9,8 +9,7 @@ import type { Metrics } from '../metrics.ts';
 import { textFrame } from '../wire/frames.ts';
 import type { DeliveryBacklog } from './backlog.ts';
 import { membersOf, sizeOf } from './one-or-many.ts';
-import type { Subscription } from './local-routes.ts';
-import type { Session } from './session.ts';
+import type { Session, Subscription } from './session.ts';
 
 export interface FanOutOptions {
   metrics: Metrics;

@@ -20,9 +20,9 @@ import { FanOuts } from './fan-out.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
 import { CoalescedWrites, textFrame } from '../wire/frames.ts';
 import type { RouteEntry, RouteHistoryHost } from './route-history.ts';
-import { hasHistory, LocalRouteWithHistory, type LocalRoute, type Outgoing, type Shape, type Subscription } from './local-routes.ts';
+import { hasHistory, LocalRouteWithHistory, type Outgoing, type Shape } from './local-routes.ts';
 import { Resumes } from './resumes.ts';
-import type { Session } from './session.ts';
+import type { LocalRoute, Session, Subscription } from './session.ts';
 
 /** What a frame to a client is, for the count of the ones dropped. */
 export type FrameKind = 'notification' | 'reply';

@@ -1,36 +1,14 @@
 /**
- * The hub's index, piece by piece: event -> Shape -> LocalRoute -> Subscription -> sessions (see hub.ts). A route of
- * an event with history is a LocalRouteWithHistory, so that the others carry none of its state.
+ * The hub's index, piece by piece: event -> Shape -> LocalRoute -> Subscription -> sessions (see hub.ts; the last two,
+ * which a session refers to, are in session.ts). A route of an event with history is a LocalRouteWithHistory, so that
+ * the others carry none of its state.
  */
-import type { EventType, Position } from '@herald/protocol';
+import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../config/schema.ts';
 import type { Route } from '../events/routing.ts';
 import type { OneOrMany } from './one-or-many.ts';
 import { RouteHistory, type RouteHistoryHost } from './route-history.ts';
-import type { Session } from './session.ts';
-
-/**
- * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
- * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
- * the entry's objects and strings would be on each client's heap.
- */
-export interface Subscription {
-  readonly eventId: string;
-  readonly eventType: EventType;
-  readonly getEventData: boolean;
-  readonly select: readonly string[] | undefined;
-  readonly localRoute: LocalRoute;
-  sessions: OneOrMany<Session>;
-}
-
-/** One route as this node holds it: its subscriptions, and whether the fleet can route to it yet. */
-export interface LocalRoute {
-  readonly route: Route;
-  /** One per distinct eventId on the route (they differ in select or getEventData). */
-  subscriptions: OneOrMany<Subscription>;
-  /** Until the broker knows this node holds the route (it never rejects); then cleared. */
-  registering: Promise<void> | undefined;
-}
+import type { LocalRoute, Session, Subscription } from './session.ts';
 
 /** A route of an event with history: a class of its own, so that the others carry none of this. */
 export class LocalRouteWithHistory implements LocalRoute {

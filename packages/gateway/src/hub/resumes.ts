@@ -6,8 +6,7 @@
  * Kept here, off Session: only a session in the middle of such a REGISTER has one.
  */
 import type { Position } from '@herald/protocol';
-import type { Subscription } from './local-routes.ts';
-import type { Session } from './session.ts';
+import type { Session, Subscription } from './session.ts';
 
 interface Resume {
   /** Frames held, with their positions; undefined once the reply and replay are written. */

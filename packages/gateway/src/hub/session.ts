@@ -1,9 +1,37 @@
-/** One connection's state on this node. Kept small: a node holds tens of thousands of these. */
+/**
+ * One connection's state on this node, and what it subscribed to: a Subscription (one eventId) on a LocalRoute, the
+ * two pieces of the hub's index (local-routes.ts) that point back at sessions. Kept small: a node holds tens of
+ * thousands of sessions.
+ */
 import type { RawData, WebSocket } from 'ws';
+import type { EventType } from '@herald/protocol';
 import type { ApiUser, Person, VerifiedApiToken, VerifiedPersonToken } from '../auth/authenticator.ts';
+import type { Route } from '../events/routing.ts';
 import { findIn, sizeOf, type OneOrMany } from './one-or-many.ts';
 import type { CoalescedWrites } from '../wire/frames.ts';
-import type { Subscription } from './local-routes.ts';
+
+/**
+ * One eventId on this node: what its NOTIFICATION carries, and every session that asked for it. Only what the
+ * frame needs is kept, not the REGISTER entry (its condition is the route's): at one subscription per client,
+ * the entry's objects and strings would be on each client's heap.
+ */
+export interface Subscription {
+  readonly eventId: string;
+  readonly eventType: EventType;
+  readonly getEventData: boolean;
+  readonly select: readonly string[] | undefined;
+  readonly localRoute: LocalRoute;
+  sessions: OneOrMany<Session>;
+}
+
+/** One route as this node holds it: its subscriptions, and whether the fleet can route to it yet. */
+export interface LocalRoute {
+  readonly route: Route;
+  /** One per distinct eventId on the route (they differ in select or getEventData). */
+  subscriptions: OneOrMany<Subscription>;
+  /** Until the broker knows this node holds the route (it never rejects); then cleared. */
+  registering: Promise<void> | undefined;
+}
 
 /** What a session's socket events go to: the transport, shared by all sessions (no closures per connection). */
 export interface SessionHandler {

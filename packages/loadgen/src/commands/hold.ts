@@ -9,8 +9,7 @@ import type { HoldOptions } from '../options.ts';
 import { pause, prepareRoster } from '../prepare.ts';
 import { Progress } from '../progress.ts';
 import { RateSamples } from '../rates.ts';
-import { addReconnect } from '../reconnect.ts';
-import { count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
+import { addReconnect, count, publicOptions, type CommandResult, type ReportBody } from '../report.ts';
 import type { PoolSnapshot } from '../snapshot.ts';
 import { clientGroup } from '../worker-pools.ts';
 
