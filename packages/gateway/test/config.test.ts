@@ -175,12 +175,12 @@ describe('config', () => {
     refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', leaseMs: 20_000, connectedLeaseMs: 10_000 } }, ['redis.connectedLeaseMs', 'at least leaseMs']);
   });
 
-  it('defaults redis.lostAfterMs to a quarter of leaseMs (at least 500 ms) and lostCloseMs to leaseMs; refuses bad ones', () => {
+  it('defaults redis.lostAfterMs to a quarter of leaseMs (at least 1 s) and lostCloseMs to leaseMs; refuses bad ones', () => {
     const redisOf = (redis: Record<string, unknown>) =>
       loadConfigFile(writeConfig({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379', ...redis } })).redis!;
     const lost = (redis: Record<string, unknown>) => [redisOf(redis).lostAfterMs, redisOf(redis).lostCloseMs];
     assert.deepEqual(lost({}), [2500, 10_000]);
-    assert.deepEqual(lost({ leaseMs: 1000 }), [500, 1000]);
+    assert.deepEqual(lost({ leaseMs: 1000 }), [1000, 1000]);
     assert.deepEqual(lost({ leaseMs: 40_000 }), [10_000, 40_000]);
     assert.deepEqual(lost({ lostAfterMs: 800, lostCloseMs: 0 }), [800, 0]);
     for (const bad of [{ lostAfterMs: 50 }, { lostAfterMs: 1.5 }, { lostCloseMs: -1 }, { lostCloseMs: '10s' }]) {

@@ -268,8 +268,8 @@ const event = z
   })
   .strict();
 
-/** redis.lostAfterMs when not set: a quarter of the lease, at least 500 ms. */
-export const defaultLostAfterMs = (leaseMs: number): number => Math.max(500, Math.floor(leaseMs / 4));
+/** redis.lostAfterMs when not set: a quarter of the lease, at least a second (a Redis starved that long is rare). */
+export const defaultLostAfterMs = (leaseMs: number): number => Math.max(1000, Math.floor(leaseMs / 4));
 
 const redis = z
   .object({
@@ -288,7 +288,7 @@ const redis = z
      * Redis is lost when a PING on the node's command connection has had no answer for this long (or a connection
      * attempt took this long), even if its TCP connection never broke: the node then drops its connections to
      * Redis (pending commands fail at once, and nothing the old ones held arrives late), reports not-ready and
-     * answers emits 503 until Redis answers again. Default: a quarter of leaseMs, at least 500 ms.
+     * answers emits 503 until Redis answers again. Default: a quarter of leaseMs, at least 1 s.
      */
     lostAfterMs: z.number().int().min(100).optional(),
     /**
