@@ -165,6 +165,12 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       help: 'Lapsed nodes this node did not sweep (once per node and sweep lock): Redis still held their connection, so stalled rather than dead',
       registers,
     }),
+    idempotentEmits: new Counter({
+      name: 'herald_emits_idempotent_total',
+      help: 'Emits with an Idempotency-Key, by result: published (the first), replayed (a repeat answered, not published), conflict (the key reused for another body: 422), in_use (a repeat while the first is published: 409), freed (refused before publishing: the key let go), unsettled (published, its answer not recorded: Redis failed)',
+      labelNames: ['result'],
+      registers,
+    }),
     redisLost: new Counter({
       name: 'herald_redis_lost_total',
       help: "Times this node lost Redis: its command connection closed, or Redis did not answer within redis.lostAfterMs and the node cut it",

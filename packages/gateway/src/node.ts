@@ -27,6 +27,7 @@ import { EmitFastPath } from './http/fast-path.ts';
 import { rateLimiters } from './http/rate-limit.ts';
 import { HttpServers, type Ports } from './http/servers.ts';
 import { emitFastRoute, emitRoute, tokenRoute } from './http/system-api.ts';
+import { IdempotencyKeys } from './http/idempotency.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';
@@ -147,7 +148,8 @@ export class Gateway {
     });
     const { authenticator, metrics } = this;
     const { userPath } = config;
-    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged };
+    const keys = new IdempotencyKeys(broker, metrics, config.emit.idempotencyWindowSeconds);
+    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged, keys };
     if (config.server.emitFastPath) {
       const { bodyLimit } = this.#http.backEnd.initialConfig;
       const route = emitFastRoute(systemApiOptions, this.log);

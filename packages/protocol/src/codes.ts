@@ -111,6 +111,10 @@ export const ErrorCode = {
   UNAVAILABLE: 'UNAVAILABLE',
   /** The node has more on its way to its clients than its bound (emit.maxBacklogBytes): retry after Retry-After. */
   OVERLOADED: 'OVERLOADED',
+  /** An Idempotency-Key used within its window for an emit with another body: nothing was published. */
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  /** An emit with this Idempotency-Key is being published (by this node or another): retry after Retry-After. */
+  IDEMPOTENCY_KEY_IN_USE: 'IDEMPOTENCY_KEY_IN_USE',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

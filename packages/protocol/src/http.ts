@@ -12,6 +12,13 @@ export const API_TOKEN_HEADER = 'x-am-authorization';
 /** The person token on HTTP calls (the table API, can-connect code's `g.req`). */
 export const PERSON_TOKEN_HEADER = 'x-am-user-authorization';
 
+/** An emit's idempotency key (docs/protocol.md section 5): a repeat within the window is answered, not published. */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** On the answer to a repeat of an emit already published under its idempotency key: `true`. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
+/** An Idempotency-Key as taken: 1 to 255 printable ASCII characters. */
+export const IDEMPOTENCY_KEY_FORM = /^[\x20-\x7e]{1,255}$/;
+
 /** A table page that was cut short: the `skip` that reads the next one. */
 export const NEXT_SKIP_HEADER = 'x-herald-next-skip';
 /** A webhook body's HMAC-SHA256: `sha256=<hex>`. */

@@ -53,6 +53,19 @@ export type ControlHandler = (message: string) => void;
 /** Called on a node for every canary put on its channel (Broker.sendCanary). */
 export type CanaryHandler = (canary: string) => void;
 
+/**
+ * What claiming an emit's idempotency key found (Broker.claim): the key is new (this emit publishes, then settles
+ * it), another emit with it is being published, or one was published and answered `answer`. `digest` is the first
+ * emit's body's digest: a key reused for another body is the caller's mistake.
+ */
+export type Claimed = { state: 'new' } | { state: 'pending'; digest: string } | { state: 'done'; digest: string; answer: string };
+
+/** An emit's idempotency key, as the broker keeps it: fleet-wide (`id`, already scoped to its API user), for `windowMs`. */
+export interface Once {
+  id: string;
+  windowMs: number;
+}
+
 /** A revocation as stored: the subject (e.g. `person:<generator>:<id>`) and when its tokens were revoked, ms. */
 export type Revocation = readonly [subject: string, revokedAt: number];
 
@@ -78,9 +91,23 @@ export interface Broker {
   /**
    * Carry an emit to every node holding a route it matches; answers how many nodes it was published to.
    * The handler may run before or after the promise settles. Rejects with GatewayError UNAVAILABLE when
-   * the fleet cannot be reached.
+   * the fleet cannot be reached. `once`: the emit's idempotency key. An event with history then appends to each route
+   * at most once per key within its window, in the same atomic step as the append: an emit published again under the
+   * same key (its first publisher died before settling it) carries its first positions, which receivers drop if they
+   * had them.
    */
-  publish(event: string, eventData: Record<string, unknown>): Promise<number>;
+  publish(event: string, eventData: Record<string, unknown>, once?: Once): Promise<number>;
+  /**
+   * Claim an idempotency key (`once.id`, fleet-wide) for an emit whose body digests to `digest`: answers what the key
+   * holds, and if nothing, holds it as pending for `pendingMs` (a publisher that dies lets it go then). Rejects with
+   * UNAVAILABLE.
+   */
+  claim(once: Once, digest: string, pendingMs: number): Promise<Claimed>;
+  /**
+   * Settle a claimed key: with `answer`, the emit was published and is answered so to every repeat within the key's
+   * window; without, it was not (refused before publishing), and the key is free again. Rejects with UNAVAILABLE.
+   */
+  settle(once: Once, digest: string, answer: string | undefined): Promise<void>;
   /**
    * Carry a control message to every live node, this one included (directly, before this settles); answers the ids of
    * the nodes it was sent to. A node whose lease has run out is not live. Rejects with UNAVAILABLE when the fleet

@@ -6,7 +6,7 @@
  */
 import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../config/schema.ts';
-import type { HistoryRange, HistoryRead } from './broker.ts';
+import type { HistoryRange, HistoryRead, Once } from './broker.ts';
 import { newEpoch, readRange, type StoredEntry } from './history.ts';
 
 interface Log {
@@ -18,6 +18,8 @@ interface Log {
   appendedAt: number;
   touchedAt: number;
   readonly config: HistoryConfig;
+  /** Idempotency keys appended in this epoch, with their offset, until their window runs out. */
+  readonly once: Map<string, { offset: number; until: number }>;
 }
 
 /** Entries beyond `size` a log keeps before it is trimmed: trimming one at a time would copy the array at every append. */
@@ -27,10 +29,14 @@ export class MemoryHistories {
   readonly #logs = new Map<string, Log>();
   #sweptAt = 0;
 
-  append(routeKey: string, json: string, config: HistoryConfig): Position {
+  /** `once`: an emit's idempotency key; appended under it already (within its window), the first append's position. */
+  append(routeKey: string, json: string, config: HistoryConfig, once?: Once): Position {
     const now = Date.now();
     const log = this.#live(routeKey, config, now);
+    const seen = once === undefined ? undefined : log.once.get(once.id);
+    if (seen !== undefined && seen.until > now) return { offset: seen.offset, epoch: log.epoch };
     log.offset++;
+    if (once !== undefined) log.once.set(once.id, { offset: log.offset, until: now + once.windowMs });
     log.appendedAt = now;
     log.entries.push({ offset: log.offset, json, at: now });
     if (log.entries.length > config.size + TRIM_SLACK) log.entries.splice(0, log.entries.length - config.size);
@@ -50,7 +56,7 @@ export class MemoryHistories {
   #live(routeKey: string, config: HistoryConfig, now: number): Log {
     let log = this.#logs.get(routeKey);
     if (log === undefined || now - log.touchedAt > config.positionTtlSeconds * 1000) {
-      log = { epoch: newEpoch(), offset: 0, entries: [], appendedAt: now, touchedAt: now, config };
+      log = { epoch: newEpoch(), offset: 0, entries: [], appendedAt: now, touchedAt: now, config, once: new Map() };
       this.#logs.set(routeKey, log);
     }
     log.touchedAt = now;
@@ -64,6 +70,7 @@ export class MemoryHistories {
     for (const [routeKey, log] of this.#logs) {
       if (now - log.touchedAt > log.config.positionTtlSeconds * 1000) this.#logs.delete(routeKey);
       else if (now - log.appendedAt > log.config.ttlSeconds * 1000) log.entries = [];
+      for (const [id, { until }] of log.once) if (until <= now) log.once.delete(id);
     }
   }
 }

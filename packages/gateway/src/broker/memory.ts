@@ -5,8 +5,9 @@
 import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../config/schema.ts';
 import { shapeKeyOf, valuesKeyIn, routeKeyOf, type Route } from '../events/routing.ts';
-import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from './broker.ts';
+import type { Broker, BrokerObserver, CanaryHandler, Claimed, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Once, Revocation } from './broker.ts';
 import { MemoryHistories } from './memory-history.ts';
+import { MemoryOnce } from './memory-once.ts';
 
 interface Shape {
   fields: readonly string[];
@@ -36,6 +37,7 @@ export class MemoryBus {
   readonly #shapes = new Map<string, Map<string, Shape>>();
   readonly #histories: Histories;
   readonly #logs = new MemoryHistories();
+  readonly once = new MemoryOnce();
   /** Per event with history: its shapes, held or left within ttlSeconds. */
   readonly #sticky = new Map<string, Map<string, StickyShape>>();
 
@@ -99,9 +101,9 @@ export class MemoryBus {
   }
 
   /** Answers how many nodes it reached; `observer` hears of the histories it was appended to. */
-  publish(event: string, eventData: Record<string, unknown>, observer?: HistoryObserver): number {
+  publish(event: string, eventData: Record<string, unknown>, observer?: HistoryObserver, once?: Once): number {
     const history = this.#histories.get(event);
-    if (history !== undefined) return this.#publishHistory(event, eventData, history, observer);
+    if (history !== undefined) return this.#publishHistory(event, eventData, history, observer, once);
     const targets = new Set<string>();
     for (const [shapeKey, { fields }] of this.#shapes.get(event) ?? []) {
       const valuesKey = valuesKeyIn(eventData, fields);
@@ -161,7 +163,7 @@ export class MemoryBus {
    * An emit of an event with history is appended to its route in every shape the event had within ttlSeconds, held
    * by a node or not: a client that is away holds no route, and its history is what it comes back for.
    */
-  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig, observer: HistoryObserver | undefined): number {
+  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig, observer: HistoryObserver | undefined, once: Once | undefined): number {
     const positions = new Map<string, Position>();
     const targets = new Set<string>();
     let json: string | undefined;
@@ -174,7 +176,7 @@ export class MemoryBus {
       const valuesKey = valuesKeyIn(eventData, sticky.fields);
       if (valuesKey === undefined) continue;
       const routeKey = routeKeyOf(event, shapeKey, valuesKey);
-      positions.set(routeKey, this.#logs.append(routeKey, (json ??= JSON.stringify(eventData)), history));
+      positions.set(routeKey, this.#logs.append(routeKey, (json ??= JSON.stringify(eventData)), history, once));
       for (const nodeId of this.#routes.get(routeKey) ?? []) targets.add(nodeId);
     }
     if (positions.size > 0) observer?.historyAppended(positions.size);
@@ -210,8 +212,16 @@ class MemoryBroker implements Broker {
     this.#bus.remove(this.nodeId, route.key);
   }
 
-  async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
-    return this.#bus.publish(event, eventData, this.#observer);
+  async publish(event: string, eventData: Record<string, unknown>, once?: Once): Promise<number> {
+    return this.#bus.publish(event, eventData, this.#observer, once);
+  }
+
+  async claim(once: Once, digest: string, pendingMs: number): Promise<Claimed> {
+    return this.#bus.once.claim(once, digest, pendingMs);
+  }
+
+  async settle(once: Once, digest: string, answer: string | undefined): Promise<void> {
+    this.#bus.once.settle(once, digest, answer);
   }
 
   async history(route: Route, range?: HistoryRange): Promise<HistoryRead> {

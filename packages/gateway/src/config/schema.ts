@@ -102,6 +102,11 @@ const emit = z
      * within the bound again, so that a back end that awaits each call is paced by the node.
      */
     whenBacklogged: z.enum(['refuse', 'wait']).default('refuse'),
+    /**
+     * How long an emit's Idempotency-Key is remembered, fleet-wide: a repeat within it (same API user, same key) is
+     * answered as the first was and published nowhere. Default 300 s; at most a day.
+     */
+    idempotencyWindowSeconds: z.number().int().min(1).max(86_400).default(300),
   })
   .strict();
 

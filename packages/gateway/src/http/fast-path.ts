@@ -24,7 +24,7 @@
  */
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { API_TOKEN_HEADER, isRecord } from '@herald/protocol';
+import { API_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
 import { UnreadBytes } from './unread-bytes.ts';
 
@@ -34,6 +34,8 @@ export interface FastAnswer {
   body: string;
   /** Seconds, for a Retry-After header. */
   retryAfterS?: number;
+  /** A repeat answered under its Idempotency-Key: the idempotent-replayed header. */
+  replayed?: boolean;
 }
 
 /**
@@ -44,10 +46,10 @@ export interface FastAnswer {
 export type FastEmit = (body: Record<string, unknown>) => Promise<FastAnswer> | undefined;
 
 /**
- * The route, asked as soon as a head is read with the x-am-authorization header (undefined when absent): the refusal
- * to answer at once, or what answers the body once it is read.
+ * The route, asked as soon as a head is read with the x-am-authorization and Idempotency-Key headers (undefined when
+ * absent): the refusal to answer at once, or what answers the body once it is read.
  */
-export type FastRoute = (apiToken: string | undefined) => FastAnswer | FastEmit;
+export type FastRoute = (apiToken: string | undefined, idempotencyKey: string | undefined) => FastAnswer | FastEmit;
 
 /** Why a connection went to Node's server (herald_http_fast_path_handovers_total). */
 export type HandOverReason = 'other_request' | 'http_form' | 'body';
@@ -189,24 +191,26 @@ export class EmitFastPath {
     const fields = headFields(head.slice(this.#requestLine.length));
     if (fields === undefined || fields.contentLength > this.#options.bodyLimit) return 'http_form';
     const bodyStart = headEnd + HEAD_END.length;
-    return { bodyStart, end: bodyStart + fields.contentLength, close: fields.close, caller: this.#options.route(fields.apiToken) };
+    return { bodyStart, end: bodyStart + fields.contentLength, close: fields.close, caller: this.#options.route(fields.apiToken, fields.idempotencyKey) };
   }
 }
 
 interface HeadFields {
   contentLength: number;
   apiToken: string | undefined;
+  idempotencyKey: string | undefined;
   close: boolean;
 }
 
 /**
  * The header lines after the request line, when they are plain: each a token, a colon and a value of visible bytes;
- * one Host, one Content-Length, a JSON Content-Type, at most one x-am-authorization; no Transfer-Encoding, Expect,
+ * one Host, one Content-Length, a JSON Content-Type, at most one x-am-authorization and one Idempotency-Key; no Transfer-Encoding, Expect,
  * Upgrade or Content-Encoding. Undefined otherwise: Node's server then answers as it would have.
  */
 function headFields(lines: string): HeadFields | undefined {
   let contentLength: number | undefined;
   let apiToken: string | undefined;
+  let idempotencyKey: string | undefined;
   let json = false;
   let host = false;
   let close = false;
@@ -223,6 +227,10 @@ function headFields(lines: string): HeadFields | undefined {
       case API_TOKEN_HEADER:
         if (apiToken !== undefined) return undefined;
         apiToken = value;
+        break;
+      case IDEMPOTENCY_KEY_HEADER:
+        if (idempotencyKey !== undefined) return undefined;
+        idempotencyKey = value;
         break;
       case 'content-type':
         if (json) return undefined;
@@ -248,7 +256,7 @@ function headFields(lines: string): HeadFields | undefined {
     }
   }
   if (contentLength === undefined || !json || !host) return undefined;
-  return { contentLength, apiToken: apiToken === '' ? undefined : apiToken, close };
+  return { contentLength, apiToken: apiToken === '' ? undefined : apiToken, idempotencyKey, close };
 }
 
 /**
@@ -431,11 +439,12 @@ function httpDate(): string {
 }
 
 /** The whole response, head and body, as fastify writes it; keepAliveS undefined: the connection closes after it. */
-function responseOf({ statusCode, body, retryAfterS }: FastAnswer, keepAliveS: number | undefined): string {
+function responseOf({ statusCode, body, retryAfterS, replayed }: FastAnswer, keepAliveS: number | undefined): string {
   const connection = keepAliveS === undefined ? 'Connection: close' : `Connection: keep-alive\r\nKeep-Alive: timeout=${keepAliveS}`;
   const retryAfter = retryAfterS === undefined ? '' : `retry-after: ${retryAfterS}\r\n`;
+  const replay = replayed === true ? `${IDEMPOTENT_REPLAYED_HEADER}: true\r\n` : '';
   return (
-    `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${retryAfter}content-type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${retryAfter}${replay}content-type: application/json; charset=utf-8\r\n` +
     `content-length: ${Buffer.byteLength(body)}\r\nDate: ${httpDate()}\r\n${connection}\r\n\r\n${body}`
   );
 }

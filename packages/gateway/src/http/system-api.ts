@@ -1,8 +1,10 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API_TOKEN_HEADER, emitPath, isRecord, MAX_JSON_DEPTH, nestedDeeperThan, tokenPath } from '@herald/protocol';
+import {
+  API_TOKEN_HEADER, emitPath, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord, MAX_JSON_DEPTH, nestedDeeperThan, tokenPath, type Envelope,
+} from '@herald/protocol';
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
-import type { Broker } from '../broker/broker.ts';
+import type { Broker, Once } from '../broker/broker.ts';
 import type { EmitConfig } from '../config/schema.ts';
 import type { DeliveryBacklog } from '../hub/backlog.ts';
 import { GatewayError } from '../errors.ts';
@@ -11,6 +13,7 @@ import type { Metrics } from '../metrics.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { tokenHeader } from './headers.ts';
+import { IdempotencyKeys, isReplayed } from './idempotency.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
 
 export interface SystemApiOptions {
@@ -22,6 +25,14 @@ export interface SystemApiOptions {
   /** The hub's: what an emit checks before it is taken, and what a waiting one waits for. */
   backlog: DeliveryBacklog;
   whenBacklogged: EmitConfig['whenBacklogged'];
+  /** Emits' Idempotency-Keys, fleet-wide. */
+  keys: IdempotencyKeys;
+}
+
+/** An emit's answer; `replayed`: a repeat of an emit already published under its Idempotency-Key (nothing published now). */
+export interface EmitAnswer {
+  envelope: Envelope<unknown>;
+  replayed: boolean;
 }
 
 /** Seconds a refused emit is told to wait: the backlog drains at the clients' pace, within a second or so. */
@@ -133,36 +144,58 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void
   app.post<{ Body: EmitBody }>(
     emitPath(options.userPath),
     { schema: { body: emitBody }, onRequest: authenticate },
-    (request) => emit(request.apiUser as ApiUser, request.body),
+    async (request, reply) => {
+      const key = request.headers[IDEMPOTENCY_KEY_HEADER];
+      const { envelope, replayed } = await emit(request.apiUser as ApiUser, request.body, typeof key === 'string' ? key : undefined);
+      if (replayed) void reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
+      return envelope;
+    },
   );
 }
 
-/** One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. */
-function emitter({ catalogue, broker, metrics, backlog, whenBacklogged }: SystemApiOptions) {
+/**
+ * One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. With an
+ * Idempotency-Key (idempotency.ts), the key is claimed before publishing, and settled after.
+ */
+function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, keys }: SystemApiOptions) {
   const waits = whenBacklogged === 'wait';
-  return async (apiUser: ApiUser, { name, eventData }: EmitBody) => {
+  return async (apiUser: ApiUser, { name, eventData }: EmitBody, idempotencyKey: string | undefined): Promise<EmitAnswer> => {
+    const key = IdempotencyKeys.read(idempotencyKey);
     // Deeper than this, serialising it for a client or another node would overflow the stack mid fan-out.
     if (nestedDeeperThan(eventData, MAX_JSON_DEPTH)) {
       throw new GatewayError('BAD_REQUEST', `eventData nests deeper than ${MAX_JSON_DEPTH} levels`);
     }
     catalogue.forEmit(name, apiUser);
-    if (!waits && backlog.over) {
-      metrics.emitsRefused.inc({ reason: 'backlog' });
-      throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
-    }
-    metrics.emits.inc({ event: name });
+    const claim = key === undefined ? undefined : await keys.claim(apiUser, key, name, eventData);
+    if (claim !== undefined && isReplayed(claim)) return { envelope: ok({ name, nodes: claim.nodes }), replayed: true };
     let nodes: number;
     try {
-      nodes = await broker.publish(name, eventData);
+      if (!waits && backlog.over) {
+        metrics.emitsRefused.inc({ reason: 'backlog' });
+        throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
+      }
+      metrics.emits.inc({ event: name });
+      nodes = await published(broker, metrics, name, eventData, claim?.once);
     } catch (error) {
-      metrics.emitsFailed.inc();
+      await claim?.settle(undefined);
       throw error;
     }
     metrics.publishes.inc(nodes);
+    await claim?.settle(nodes);
+    const envelope = ok({ name, nodes });
     // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
     if (waits) await backlog.settled();
-    return ok({ name, nodes });
+    return { envelope, replayed: false };
   };
+}
+
+async function published(broker: Broker, metrics: Metrics, name: string, eventData: Record<string, unknown>, once: Once | undefined): Promise<number> {
+  try {
+    return await broker.publish(name, eventData, once);
+  } catch (error) {
+    metrics.emitsFailed.inc();
+    throw error;
+  }
 }
 
 /**
@@ -180,7 +213,7 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     counted(statusCode);
     return { statusCode, body: JSON.stringify(body), retryAfterS };
   };
-  return (apiToken) => {
+  return (apiToken, idempotencyKey) => {
     let apiUser: ApiUser;
     try {
       apiUser = authenticator.verifyApiUser(requiredApiToken(apiToken));
@@ -189,9 +222,9 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     }
     return ({ name, eventData }) => {
       if (typeof name !== 'string' || name.length === 0 || !isRecord(eventData)) return undefined;
-      return emit(apiUser, { name, eventData }).then((envelope): FastAnswer => {
+      return emit(apiUser, { name, eventData }, idempotencyKey).then(({ envelope, replayed }): FastAnswer => {
         counted(200);
-        return { statusCode: 200, body: JSON.stringify(envelope) };
+        return { statusCode: 200, body: JSON.stringify(envelope), replayed };
       }, refused);
     };
   };

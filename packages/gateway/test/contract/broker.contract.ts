@@ -9,6 +9,7 @@ import type { Position } from '@herald/protocol';
 import type { Broker, CanaryHandler, ControlHandler, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { routeOf } from '../../src/events/routing.ts';
 import { historyContract } from './broker-history.contract.ts';
+import { onceContract } from './broker-once.contract.ts';
 
 /** The events with history every fleet of the contract is made with (as node.ts passes config events.<name>.history). */
 export const CONTRACT_HISTORIES: Histories = new Map([
@@ -329,5 +330,6 @@ export function brokerContract(name: string, makeFleet: () => Promise<Fleet>): v
     });
 
     describe('events with history', () => historyContract({ brokers: () => [a, b, c], inbox }));
+    describe('idempotency keys', () => onceContract({ brokers: () => [a, b, c], inbox }));
   });
 }

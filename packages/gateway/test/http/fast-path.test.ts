@@ -338,6 +338,8 @@ const wellFormedHeaders = (tokens: { valid: string; viewer: string }) =>
     fc.constantFrom('Content-Type: application/json', 'content-type: application/json; charset=utf-8', 'Content-Type: APPLICATION/JSON', 'Content-Type: text/plain', 'Content-Type: application/xml'),
     fc.constantFrom(`x-am-authorization: ${tokens.valid}`, `X-AM-Authorization:  ${tokens.valid}  `, `x-am-authorization: ${tokens.viewer}`, 'x-am-authorization: garbage', 'x-am-authorization:'),
     fc.constantFrom('Connection: keep-alive', 'Connection: close', 'connection: Keep-Alive, Close', 'Connection: upgrade', 'Accept: */*'),
+    // Repeats of a key answered from the first (idempotent-replayed), reused for another body (422), or refused (400).
+    fc.constantFrom('Idempotency-Key: k1', 'idempotency-key: k2', 'Idempotency-Key:  k1 ', 'Idempotency-Key:', `Idempotency-Key: ${'a'.repeat(256)}`, 'Idempotency-Key: \u00c3\u00a9'),
     fc.tuple(fc.stringMatching(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,12}$/), fc.stringMatching(/^[\x21-\x7e]{0,16}$/)).map(([name, value]) => `X-${name}: ${value}`),
   );
 

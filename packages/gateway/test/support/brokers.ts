@@ -16,11 +16,13 @@ export const quietObserver: BrokerObserver = {
   redisBack() {},
 };
 
-/** Control messages, revocations, canaries and status records, passed on to `inner` unchanged. */
+/** Control messages, revocations, canaries, status records and idempotency keys, passed on to `inner` unchanged. */
 export function controlOf(
   inner: Broker,
-): Pick<Broker, 'broadcast' | 'sendTo' | 'revoke' | 'revocations' | 'liveNodes' | 'sendCanary' | 'putStatus' | 'fleetStatus'> {
+): Pick<Broker, 'broadcast' | 'sendTo' | 'revoke' | 'revocations' | 'liveNodes' | 'sendCanary' | 'putStatus' | 'fleetStatus' | 'claim' | 'settle'> {
   return {
+    claim: (once, digest, pendingMs) => inner.claim(once, digest, pendingMs),
+    settle: (once, digest, answer) => inner.settle(once, digest, answer),
     liveNodes: () => inner.liveNodes(),
     sendCanary: (nodeId, canary) => inner.sendCanary(nodeId, canary),
     putStatus: (record) => inner.putStatus(record),

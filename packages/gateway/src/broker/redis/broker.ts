@@ -9,7 +9,7 @@ import { isRecord } from '@herald/protocol';
 import { defaultLostAfterMs, type HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
-import type { Broker, BrokerObserver, CanaryHandler, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Revocation } from '../broker.ts';
+import type { Broker, BrokerObserver, CanaryHandler, Claimed, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Once, Revocation } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
@@ -17,6 +17,7 @@ import { Marker, markedFrame, markedText, markerOf } from './markers.ts';
 import { RedisHistories } from './history.ts';
 import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
+import { RedisOnce } from './once.ts';
 import { RouteRegistry } from './routes.ts';
 import { putStatus, statusOf } from './status.ts';
 import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
@@ -67,6 +68,7 @@ export class RedisBroker implements Broker {
   readonly #historyStore: RedisHistories;
   readonly #historyEmits: HistoryEmits;
   readonly #lease: Lease;
+  readonly #once: RedisOnce;
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
   readonly #writes = new WriteQueue((error) => {
     this.#lease.markStale();
@@ -99,6 +101,7 @@ export class RedisBroker implements Broker {
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys, this.#histories, options.leaseMs);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
     this.#historyStore = new RedisHistories(this.#connection.commands, this.#connection.reads, this.#keys);
+    this.#once = new RedisOnce(this.#connection.commands, this.#keys);
     this.#historyEmits = new HistoryEmits({
       connection: this.#connection,
       keys: this.#keys,
@@ -180,9 +183,9 @@ export class RedisBroker implements Broker {
    * in the same round trip (one pipelined write, one read): only a shape that appeared since costs a second one.
    * What counts is still the shapes read now, so the answer is the one two round trips in a row would give.
    */
-  async publish(event: string, eventData: Record<string, unknown>): Promise<number> {
+  async publish(event: string, eventData: Record<string, unknown>, once?: Once): Promise<number> {
     const history = this.#histories.get(event);
-    if (history !== undefined) return this.#publishHistory(event, eventData, history);
+    if (history !== undefined) return this.#publishHistory(event, eventData, history, once);
     const redis = this.#connection.commands;
     try {
       const guessed = this.#shapesSeen.get(event) ?? NO_SHAPES;
@@ -218,8 +221,16 @@ export class RedisBroker implements Broker {
     }
   }
 
-  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
-    return this.#historyEmits.publish(event, eventData, history).catch((error: Error) => {
+  claim(once: Once, digest: string, pendingMs: number): Promise<Claimed> {
+    return reachable(this.#once.claim(once, digest, pendingMs));
+  }
+
+  settle(once: Once, digest: string, answer: string | undefined): Promise<void> {
+    return reachable(this.#once.settle(once, digest, answer));
+  }
+
+  #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig, once: Once | undefined): Promise<number> {
+    return this.#historyEmits.publish(event, eventData, history, once).catch((error: Error) => {
       this.#observer.historyAppendFailed(error);
       throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${error.message}`);
     });

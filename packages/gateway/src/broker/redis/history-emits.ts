@@ -22,7 +22,7 @@
 import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../../config/schema.ts';
 import { routeKeyOf, valuesKeyIn } from '../../events/routing.ts';
-import type { BrokerObserver, DeliveryHandler } from '../broker.ts';
+import type { BrokerObserver, DeliveryHandler, Once } from '../broker.ts';
 import type { Connection } from './connection.ts';
 import type { Appended, RedisHistories } from './history.ts';
 import type { Keyspace } from './keys.ts';
@@ -64,10 +64,13 @@ export class HistoryEmits {
     this.#options = options;
   }
 
-  /** Answers how many nodes the emit was sent to; rejects when Redis cannot be reached. */
-  async publish(event: string, eventData: Record<string, unknown>, history: HistoryConfig): Promise<number> {
+  /**
+   * Answers how many nodes the emit was sent to; rejects when Redis cannot be reached. `once`: appended once per route
+   * under this idempotency key (history.ts); sent again with its first positions.
+   */
+  async publish(event: string, eventData: Record<string, unknown>, history: HistoryConfig, once?: Once): Promise<number> {
     const json = JSON.stringify(eventData);
-    const append = (shape: Shape) => this.#append(event, shape, eventData, json, history);
+    const append = (shape: Shape) => this.#append(event, shape, eventData, json, history, once);
     const guessed = this.#seen.get(event) ?? NO_SHAPES;
     const [shapeKeys, ...guessedRoutes] = await Promise.all([this.#readSticky(event), ...guessed.map(append)]);
     const same = sameShapes(guessed, shapeKeys);
@@ -94,12 +97,14 @@ export class HistoryEmits {
   }
 
   /** The emit appended to its route in `shape` (if eventData has that shape's fields), and the route's nodes. */
-  #append(event: string, shape: Shape, eventData: Record<string, unknown>, json: string, history: HistoryConfig): Promise<AppendedRoute> | undefined {
+  #append(
+    event: string, shape: Shape, eventData: Record<string, unknown>, json: string, history: HistoryConfig, once: Once | undefined,
+  ): Promise<AppendedRoute> | undefined {
     const valuesKey = valuesKeyIn(eventData, shape.fields);
     if (valuesKey === undefined) return undefined;
     const { store, registry, connection } = this.#options;
     const routeKey = routeKeyOf(event, shape.key, valuesKey);
-    const appending = store.append(routeKey, json, history);
+    const appending = store.append(routeKey, json, history, once);
     const readAfter = ({ position }: Appended): Promise<AppendedRoute> => registry.nodesOf(routeKey).then((nodes) => ({ routeKey, position, nodes }));
     if (!connection.reads.inOrder) return appending.then(readAfter);
     // One redis-server, one connection: the read, sent right after the append, runs after it. An append sent again

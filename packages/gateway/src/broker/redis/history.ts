@@ -15,6 +15,11 @@
  *   are at most `limit` of them, the stream holds every one, and the first is younger than ttlSeconds (entries are
  *   in time order: the rest are younger still). Age is thus enforced where it matters, at the read, and by expiry.
  *
+ * - Append once (an emit with an idempotency key): the same, unless the key was appended to the route in this epoch
+ *   within its window: then nothing is appended and the first append's position is answered. The keys appended live
+ *   in a hash per window of time (gw:honce:{R}:<n>, in R's slot; this window's and the last are looked in), which
+ *   expires two windows on: bounded by the keyed emits of two windows, with no scan.
+ *
  * Times are the nodes' clocks, passed in: Redis's TIME was a sizeable part of the append's cost in Redis
  * (docs/architecture.md, "Measured costs"), and the nodes of a fleet are taken to agree to within a second or so (an
  * entry appended by a node whose clock is ahead by x stays replayable x longer). Lua has no randomness of its own
@@ -24,7 +29,7 @@ import { createHash } from 'node:crypto';
 import type { Position } from '@herald/protocol';
 import type { Result } from 'ioredis';
 import type { HistoryConfig } from '../../config/schema.ts';
-import type { HistoryRange, HistoryRead, Unrecovered } from '../broker.ts';
+import type { HistoryRange, HistoryRead, Once, Unrecovered } from '../broker.ts';
 import { newEpoch } from '../history.ts';
 import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
@@ -36,6 +41,11 @@ declare module 'ioredis' {
     heraldHistoryAppend(
       stream: string, position: string, epoch: string, json: string, size: number, ttlMs: number, positionTtlMs: number, nowMs: number,
     ): Result<[number, string], Context>;
+    /** The same, once per idempotency key (`onceId`) within the windows of its two keys; answers [offset, epoch]. */
+    heraldHistoryAppendOnce(
+      stream: string, position: string, onceNow: string, onceBefore: string, epoch: string, json: string, size: number, ttlMs: number,
+      positionTtlMs: number, nowMs: number, onceId: string, onceTtlMs: number,
+    ): Result<[number, string], Context>;
     /** A route's position, and a range of its entries: [epoch, offset, why not whole ('' when whole), ...eventData JSON]. */
     heraldHistoryRead(
       stream: string, position: string, epoch: string, sinceOffset: string, sinceEpoch: string, upTo: number, limit: number, ttlMs: number,
@@ -44,8 +54,8 @@ declare module 'ioredis' {
   }
 }
 
-const SCRIPTS = {
-  heraldHistoryAppend: `
+/** Lua: append ARGV[2] to the stream KEYS[1] at the next offset of the position KEYS[2]; sets `offset` and `epoch`. */
+const APPEND = `
 local offset = redis.call('HINCRBY', KEYS[2], 's', 1)
 local epoch = redis.call('HGET', KEYS[2], 'e')
 if not epoch then
@@ -56,6 +66,21 @@ end
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
+`;
+
+const SCRIPTS = {
+  heraldHistoryAppend: `${APPEND}
+return {offset, epoch}`,
+  heraldHistoryAppendOnce: `
+local current = redis.call('HGET', KEYS[2], 'e')
+local seen = current and (redis.call('HGET', KEYS[3], ARGV[7]) or redis.call('HGET', KEYS[4], ARGV[7]))
+if seen then
+  local colon = string.find(seen, ':', 1, true)
+  if string.sub(seen, colon + 1) == current then return {tonumber(string.sub(seen, 1, colon - 1)), current} end
+end
+${APPEND}
+redis.call('HSET', KEYS[3], ARGV[7], offset .. ':' .. epoch)
+redis.call('PEXPIRE', KEYS[3], ARGV[8])
 return {offset, epoch}`,
   heraldHistoryRead: `
 local position = redis.call('HMGET', KEYS[2], 's', 'e')
@@ -94,8 +119,10 @@ const appended = (reply: unknown, resent: boolean): Appended => {
   return { position: { offset, epoch }, resent };
 };
 
-/** The append's SHA1, as EVALSHA names it. */
-const APPEND_SHA = createHash('sha1').update(SCRIPTS.heraldHistoryAppend).digest('hex');
+/** The appends' SHA1s, as EVALSHA names them. */
+const sha1 = (lua: string): string => createHash('sha1').update(lua).digest('hex');
+const APPEND_SHA = sha1(SCRIPTS.heraldHistoryAppend);
+const APPEND_ONCE_SHA = sha1(SCRIPTS.heraldHistoryAppendOnce);
 
 export class RedisHistories {
   readonly #redis: Commands;
@@ -106,7 +133,7 @@ export class RedisHistories {
     this.#redis = redis;
     this.#reads = reads;
     this.#keys = keys;
-    for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: 2, lua });
+    for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: name === 'heraldHistoryAppendOnce' ? 4 : 2, lua });
   }
 
   /**
@@ -116,14 +143,26 @@ export class RedisHistories {
    * the script (NOSCRIPT, after a restart) gets it again through ioredis: `resent`, on another connection than the
    * reads.
    */
-  append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig): Promise<Appended> {
-    const keys = [this.#keys.history(routeKey), this.#keys.historyPosition(routeKey)] as const;
-    const args = [newEpoch(), json, size, ttlSeconds * 1000, positionTtlSeconds * 1000, Date.now()] as const;
-    return this.#reads.evalsha(APPEND_SHA, keys, args).then(
+  append(routeKey: string, json: string, { size, ttlSeconds, positionTtlSeconds }: HistoryConfig, once?: Once): Promise<Appended> {
+    const now = Date.now();
+    const stream = [this.#keys.history(routeKey), this.#keys.historyPosition(routeKey)] as const;
+    const args = [newEpoch(), json, size, ttlSeconds * 1000, positionTtlSeconds * 1000, now] as const;
+    if (once === undefined) {
+      return this.#evalsha(APPEND_SHA, stream, args, () => this.#redis.heraldHistoryAppend(...stream, ...args));
+    }
+    const window = Math.floor(now / once.windowMs);
+    const keys = [...stream, this.#keys.historyOnce(routeKey, window), this.#keys.historyOnce(routeKey, window - 1)] as const;
+    const onceArgs = [...args, once.id, 2 * once.windowMs] as const;
+    return this.#evalsha(APPEND_ONCE_SHA, keys, onceArgs, () => this.#redis.heraldHistoryAppendOnce(...keys, ...onceArgs));
+  }
+
+  /** A script on the emit's reads' connection; one Redis no longer holds (NOSCRIPT) goes through ioredis (`resend`). */
+  #evalsha(sha: string, keys: readonly string[], args: ReadonlyArray<string | number>, resend: () => Promise<unknown>): Promise<Appended> {
+    return this.#reads.evalsha(sha, keys, args).then(
       (reply) => appended(reply, false),
       (error: Error) => {
         if (!error.message.startsWith('NOSCRIPT')) throw error;
-        return this.#redis.heraldHistoryAppend(...keys, ...args).then((reply) => appended(reply, true));
+        return resend().then((reply) => appended(reply, true));
       },
     );
   }

@@ -21,6 +21,8 @@
  * | gw:hist:{<routeKey>}         | stream     | a history event's route: its last notifications, IDs <offset>-0 |
  * | gw:hmeta:{<routeKey>}        | hash       | that route's position: s = last offset, e = epoch            |
  * | gw:hshapes:{<event>}         | sorted set | a history event's shapes -> when a node last held one, ms    |
+ * | gw:once:{<id>}               | string     | an emit's idempotency key: pending, or its answer (once.ts)  |
+ * | gw:honce:{<routeKey>}:<n>    | hash       | keys appended to that route in window n -> offset:epoch      |
  *
  * A route's bucket is bucketOf(routeKey, routeBuckets): many routes share one small hash, which Redis keeps as a
  * listpack (no per-route key, no per-route dict entry). See routes.ts.
@@ -49,6 +51,10 @@ export interface Keyspace {
   history(routeKey: string): string;
   historyPosition(routeKey: string): string;
   historyShapes(event: string): string;
+  /** An idempotency key (its id: a digest, brace-free). */
+  once(id: string): string;
+  /** The idempotency keys appended to a route's history in the `window`-th window since the epoch of time. */
+  historyOnce(routeKey: string, window: number): string;
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
@@ -74,6 +80,8 @@ export function keyspace(prefix = 'gw'): Keyspace {
     history: (routeKey) => `${prefix}:hist:{${routeKey}}`,
     historyPosition: (routeKey) => `${prefix}:hmeta:{${routeKey}}`,
     historyShapes: (event) => `${prefix}:hshapes:{${event}}`,
+    once: (id) => `${prefix}:once:{${id}}`,
+    historyOnce: (routeKey, window) => `${prefix}:honce:{${routeKey}}:${window}`,
   };
 }
 
