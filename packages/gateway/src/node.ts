@@ -161,7 +161,7 @@ export class Gateway {
       websocket: (app) => transport.route(app),
       token: (app) => tokenRoute(app, systemApiOptions, limiters.tokenRequests),
       health: (app) => healthRoutes(app, ready),
-      emit: (app) => emitRoute(app, systemApiOptions),
+      emit: (app) => emitRoute(app, systemApiOptions, config.emit.maxBatchEvents),
       tables: (app) => tableRoutes(app, { userPath, authenticator, tables, dataSources, broker, metrics, limits, rateLimiters: limiters }),
       control: (app) => controlApi(app, { userPath, authenticator, control: this.#control, groups: config.control.groups }),
       metrics: (app) => metricsRoute(app, metrics),

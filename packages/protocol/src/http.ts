@@ -30,6 +30,8 @@ export const systemApiPath = (userPath: string): string => `/api/system-api/${us
 export const tokenPath = (userPath: string): string => `${systemApiPath(userPath)}/token`;
 /** The back end's emit. */
 export const emitPath = (userPath: string): string => `${systemApiPath(userPath)}/emit-event-ws`;
+/** The back end's batch of emits. */
+export const emitBatchPath = (userPath: string): string => `${systemApiPath(userPath)}/emit-events-ws`;
 /** The control API (section 12 of docs/protocol.md). */
 export const controlPaths = (userPath: string) =>
   ({

@@ -107,6 +107,8 @@ const emit = z
      * answered as the first was and published nowhere. Default 300 s; at most a day.
      */
     idempotencyWindowSeconds: z.number().int().min(1).max(86_400).default(300),
+    /** Emits one call to emit-events-ws may carry (within server.bodyLimit). Default 1000. */
+    maxBatchEvents: z.number().int().min(1).max(100_000).default(1000),
   })
   .strict();
 

@@ -1,42 +1,14 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  API_TOKEN_HEADER, emitPath, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord, MAX_JSON_DEPTH, nestedDeeperThan, tokenPath, type Envelope,
-} from '@herald/protocol';
-import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
-import type { Broker, Once } from '../broker/broker.ts';
-import type { EmitConfig } from '../config/schema.ts';
-import type { DeliveryBacklog } from '../hub/backlog.ts';
+import { API_TOKEN_HEADER, emitPath, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord, tokenPath } from '@herald/protocol';
+import type { ApiUser, TokenRequest } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
-import type { EventCatalogue } from '../events/catalogue.ts';
-import type { Metrics } from '../metrics.ts';
+import { emitBatchRoute } from './emit-batch.ts';
+import { emitter, type EmitBody, type SystemApiOptions } from './emitter.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { tokenHeader } from './headers.ts';
-import { IdempotencyKeys, isReplayed } from './idempotency.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
-
-export interface SystemApiOptions {
-  userPath: string;
-  authenticator: Authenticator;
-  catalogue: EventCatalogue;
-  broker: Broker;
-  metrics: Metrics;
-  /** The hub's: what an emit checks before it is taken, and what a waiting one waits for. */
-  backlog: DeliveryBacklog;
-  whenBacklogged: EmitConfig['whenBacklogged'];
-  /** Emits' Idempotency-Keys, fleet-wide. */
-  keys: IdempotencyKeys;
-}
-
-/** An emit's answer; `replayed`: a repeat of an emit already published under its Idempotency-Key (nothing published now). */
-export interface EmitAnswer {
-  envelope: Envelope<unknown>;
-  replayed: boolean;
-}
-
-/** Seconds a refused emit is told to wait: the backlog drains at the clients' pace, within a second or so. */
-const OVERLOADED_RETRY_AFTER_S = 1;
 
 const credentials = {
   type: 'object',
@@ -94,11 +66,6 @@ interface TokenBody {
   refreshToken?: string;
 }
 
-interface EmitBody {
-  name: string;
-  eventData: Record<string, unknown>;
-}
-
 /** The body was validated by the schema, so the fields its type names are there. */
 function tokenRequest(body: TokenBody): TokenRequest {
   switch (body.authTokenType) {
@@ -126,7 +93,8 @@ export function tokenRoute(
   );
 }
 
-export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void {
+/** The emit and the batch of emits (emit-batch.ts), which share the token hook and the emitter. */
+export function emitRoute(app: FastifyInstance, options: SystemApiOptions, maxBatchEvents: number): void {
   const { authenticator } = options;
   app.decorateRequest('apiUser', null);
   // Authentication is a hook, so a caller without a valid token learns that before anything about its body.
@@ -141,6 +109,7 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void
   };
 
   const emit = emitter(options);
+  emitBatchRoute(app, { userPath: options.userPath, metrics: options.metrics, authenticate, emit, maxBatchEvents });
   app.post<{ Body: EmitBody }>(
     emitPath(options.userPath),
     { schema: { body: emitBody }, onRequest: authenticate },
@@ -151,51 +120,6 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions): void
       return envelope;
     },
   );
-}
-
-/**
- * One emit, once its caller is known and its body's shape checked: the fastify route's and the fast path's. With an
- * Idempotency-Key (idempotency.ts), the key is claimed before publishing, and settled after.
- */
-function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, keys }: SystemApiOptions) {
-  const waits = whenBacklogged === 'wait';
-  return async (apiUser: ApiUser, { name, eventData }: EmitBody, idempotencyKey: string | undefined): Promise<EmitAnswer> => {
-    const key = IdempotencyKeys.read(idempotencyKey);
-    // Deeper than this, serialising it for a client or another node would overflow the stack mid fan-out.
-    if (nestedDeeperThan(eventData, MAX_JSON_DEPTH)) {
-      throw new GatewayError('BAD_REQUEST', `eventData nests deeper than ${MAX_JSON_DEPTH} levels`);
-    }
-    catalogue.forEmit(name, apiUser);
-    const claim = key === undefined ? undefined : await keys.claim(apiUser, key, name, eventData);
-    if (claim !== undefined && isReplayed(claim)) return { envelope: ok({ name, nodes: claim.nodes }), replayed: true };
-    let nodes: number;
-    try {
-      if (!waits && backlog.over) {
-        metrics.emitsRefused.inc({ reason: 'backlog' });
-        throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
-      }
-      metrics.emits.inc({ event: name });
-      nodes = await published(broker, metrics, name, eventData, claim?.once);
-    } catch (error) {
-      await claim?.settle(undefined);
-      throw error;
-    }
-    metrics.publishes.inc(nodes);
-    await claim?.settle(nodes);
-    const envelope = ok({ name, nodes });
-    // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
-    if (waits) await backlog.settled();
-    return { envelope, replayed: false };
-  };
-}
-
-async function published(broker: Broker, metrics: Metrics, name: string, eventData: Record<string, unknown>, once: Once | undefined): Promise<number> {
-  try {
-    return await broker.publish(name, eventData, once);
-  } catch (error) {
-    metrics.emitsFailed.inc();
-    throw error;
-  }
 }
 
 /**
