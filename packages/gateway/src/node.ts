@@ -27,7 +27,7 @@ import { EmitFastPath } from './http/fast-path.ts';
 import { rateLimiters } from './http/rate-limit.ts';
 import { HttpServers, type Ports } from './http/servers.ts';
 import { emitFastRoute, emitRoute, tokenRoute } from './http/system-api.ts';
-import { IdempotencyKeys } from './http/idempotency.ts';
+import { IdempotencyKeys } from './emit/idempotency.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';

@@ -17,6 +17,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['main', 'index'],
   ['node'],
   ['http'],
+  ['emit'],
   ['transport'],
   ['session'],
   ['webhooks', 'canary', 'status'],

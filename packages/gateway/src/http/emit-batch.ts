@@ -10,7 +10,7 @@ import { emitBatchPath, isRecord, type Envelope } from '@herald/protocol';
 import type { ApiUser } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
-import type { EmitBody, Emitter } from './emitter.ts';
+import type { EmitBody, Emitter } from '../emit/emitter.ts';
 import { ok, refusalOf } from './envelope.ts';
 
 export interface EmitBatchOptions {
@@ -43,7 +43,8 @@ export function emitBatchRoute(app: FastifyInstance, { userPath, metrics, authen
     const results = await Promise.all(events.map(async (item, index): Promise<ItemAnswer> => {
       try {
         const { body, idempotencyKey } = emitOf(item, index);
-        const { envelope, replayed } = await emit(apiUser, body, idempotencyKey);
+        const { name, nodes, replayed } = await emit(apiUser, body, idempotencyKey);
+        const envelope = ok({ name, nodes });
         return replayed ? { ...envelope, replayed: true } : envelope;
       } catch (error) {
         const refusal = refusalOf(error as FastifyError, metrics, request.log);

@@ -1,14 +1,19 @@
 /** The system API: tokens and emit. Routes only translate HTTP into authenticator, catalogue and broker calls. */
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { API_TOKEN_HEADER, emitPath, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord, tokenPath } from '@herald/protocol';
-import type { ApiUser, TokenRequest } from '../auth/authenticator.ts';
+import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import { emitBatchRoute } from './emit-batch.ts';
-import { emitter, type EmitBody, type SystemApiOptions } from './emitter.ts';
+import { emitter, type EmitBody, type EmitOptions } from '../emit/emitter.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { tokenHeader } from './headers.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
+
+export interface SystemApiOptions extends EmitOptions {
+  userPath: string;
+  authenticator: Authenticator;
+}
 
 const credentials = {
   type: 'object',
@@ -115,9 +120,9 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions, maxBa
     { schema: { body: emitBody }, onRequest: authenticate },
     async (request, reply) => {
       const key = request.headers[IDEMPOTENCY_KEY_HEADER];
-      const { envelope, replayed } = await emit(request.apiUser as ApiUser, request.body, typeof key === 'string' ? key : undefined);
+      const { name, nodes, replayed } = await emit(request.apiUser as ApiUser, request.body, typeof key === 'string' ? key : undefined);
       if (replayed) void reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
-      return envelope;
+      return ok({ name, nodes });
     },
   );
 }
@@ -146,9 +151,9 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     }
     return ({ name, eventData }) => {
       if (typeof name !== 'string' || name.length === 0 || !isRecord(eventData)) return undefined;
-      return emit(apiUser, { name, eventData }, idempotencyKey).then(({ envelope, replayed }): FastAnswer => {
+      return emit(apiUser, { name, eventData }, idempotencyKey).then(({ name, nodes, replayed }): FastAnswer => {
         counted(200);
-        return { statusCode: 200, body: JSON.stringify(envelope), replayed };
+        return { statusCode: 200, body: JSON.stringify(ok({ name, nodes })), replayed };
       }, refused);
     };
   };

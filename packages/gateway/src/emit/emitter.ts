@@ -2,20 +2,18 @@
  * One emit, whichever way it came (the fastify route, the fast path, an item of a batch): its checks in their order, its
  * Idempotency-Key, its publish and its answer. Routes only read their request into this, and write its answer back.
  */
-import { MAX_JSON_DEPTH, nestedDeeperThan, type Envelope } from '@herald/protocol';
-import type { ApiUser, Authenticator } from '../auth/authenticator.ts';
+import { MAX_JSON_DEPTH, nestedDeeperThan } from '@herald/protocol';
+import type { ApiUser } from '../auth/authenticator.ts';
 import type { Broker, Once } from '../broker/broker.ts';
 import type { EmitConfig } from '../config/schema.ts';
 import type { DeliveryBacklog } from '../hub/backlog.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
-import { ok } from './envelope.ts';
 import { IdempotencyKeys, isReplayed } from './idempotency.ts';
 
-export interface SystemApiOptions {
-  userPath: string;
-  authenticator: Authenticator;
+/** What an emit is checked against and published through: the node's, shared by every way an emit comes. */
+export interface EmitOptions {
   catalogue: EventCatalogue;
   broker: Broker;
   metrics: Metrics;
@@ -26,9 +24,13 @@ export interface SystemApiOptions {
   keys: IdempotencyKeys;
 }
 
-/** An emit's answer; `replayed`: a repeat of an emit already published under its Idempotency-Key (nothing published now). */
+/**
+ * An emit's answer: its name and the nodes it was published to; `replayed`: a repeat of an emit already published under
+ * its Idempotency-Key (nothing published now; `nodes` is the first's).
+ */
 export interface EmitAnswer {
-  envelope: Envelope<unknown>;
+  name: string;
+  nodes: number;
   replayed: boolean;
 }
 
@@ -47,7 +49,7 @@ export type Emitter = (apiUser: ApiUser, body: EmitBody, idempotencyKey: string 
  * One emit, once its caller is known and its body's shape checked: the fastify route's, the fast path's and each of a
  * batch's. With an Idempotency-Key (idempotency.ts), the key is claimed before publishing, and settled after.
  */
-export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, keys }: SystemApiOptions): Emitter {
+export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, keys }: EmitOptions): Emitter {
   const waits = whenBacklogged === 'wait';
   return async (apiUser, { name, eventData }, idempotencyKey) => {
     const key = IdempotencyKeys.read(idempotencyKey);
@@ -57,7 +59,7 @@ export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, k
     }
     catalogue.forEmit(name, apiUser);
     const claim = key === undefined ? undefined : await keys.claim(apiUser, key, name, eventData);
-    if (claim !== undefined && isReplayed(claim)) return { envelope: ok({ name, nodes: claim.nodes }), replayed: true };
+    if (claim !== undefined && isReplayed(claim)) return { name, nodes: claim.nodes, replayed: true };
     let nodes: number;
     try {
       if (!waits && backlog.over) {
@@ -72,10 +74,9 @@ export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, k
     }
     metrics.publishes.inc(nodes);
     await claim?.settle(nodes);
-    const envelope = ok({ name, nodes });
     // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
     if (waits) await backlog.settled();
-    return { envelope, replayed: false };
+    return { name, nodes, replayed: false };
   };
 }
 
