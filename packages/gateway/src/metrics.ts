@@ -171,6 +171,23 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       labelNames: ['result'],
       registers,
     }),
+    ingestEntries: new Counter({
+      name: 'herald_ingest_entries_total',
+      help: 'Entries of the emit stream this node took, by result: published, replayed (published before under its key: acknowledged only), dead_lettered (can never be published), retried (left pending: Redis unreachable, the backlog over its bound, its key in use), claimed (taken from a node that left them idle past claimIdleMs)',
+      labelNames: ['result'],
+      registers,
+    }),
+    ingestWaiting: new Gauge({
+      name: 'herald_ingest_waiting',
+      help: 'Entries of the emit stream waiting, as this node last read it: pending (delivered to a node, not acknowledged) and undelivered',
+      labelNames: ['state'],
+      registers,
+    }),
+    ingestOldest: new Gauge({
+      name: 'herald_ingest_oldest_waiting_seconds',
+      help: 'Age of the oldest entry of the emit stream still waiting (pending or undelivered), as this node last read it; 0 when none waits',
+      registers,
+    }),
     redisLost: new Counter({
       name: 'herald_redis_lost_total',
       help: "Times this node lost Redis: its command connection closed, or Redis did not answer within redis.lostAfterMs and the node cut it",

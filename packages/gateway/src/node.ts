@@ -28,6 +28,9 @@ import { rateLimiters } from './http/rate-limit.ts';
 import { HttpServers, type Ports } from './http/servers.ts';
 import { emitFastRoute, emitRoute, tokenRoute } from './http/system-api.ts';
 import { IdempotencyKeys } from './emit/idempotency.ts';
+import { Emits } from './emit/emitter.ts';
+import { RedisStream } from './broker/redis/ingest.ts';
+import { Ingest } from './ingest/consumer.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
 import { FleetControl } from './session/fleet.ts';
@@ -76,6 +79,8 @@ export class Gateway {
   readonly #fleetStatus: FleetStatus;
   /** With Redis only: the in-process broker cannot be lost. */
   readonly #outage: RedisOutage | undefined;
+  /** The emit stream's reader (config ingest), with Redis only. */
+  readonly #ingest: Ingest | undefined;
   #ready = false;
   /** While Redis is lost, its failed writes and reads are counted but not logged: "Redis lost" said it once. */
   #redisLost = false;
@@ -155,6 +160,7 @@ export class Gateway {
       const route = emitFastRoute(systemApiOptions, this.log);
       this.#fastPath = new EmitFastPath({ path: emitPath(userPath), route, bodyLimit: bodyLimit!, metrics });
     }
+    this.#ingest = this.#ingestFor(new Emits(systemApiOptions), broker.nodeId);
     const limiters = rateLimiters(config.rateLimit, this.metrics);
     const limits = config.tables;
     this.#http.mount({
@@ -200,6 +206,25 @@ export class Gateway {
         lettingGo: (clients, lostForMs) =>
           log.warn({ clients, lostForMs: Math.round(lostForMs) }, `Redis lost for ${Math.round(lostForMs / 100) / 10} s: letting this node's clients go (4004) to nodes that can serve them`),
         letGo: (closed, ms) => log.info({ closed, ms: Math.round(ms) }, `let ${closed} clients go`),
+      },
+    });
+  }
+
+  /** The emit stream's reader: a consumer of the fleet's group, named for this node. */
+  #ingestFor(emits: Emits, nodeId: string): Ingest | undefined {
+    const { ingest, redis, apiUsers } = this.config;
+    if (ingest === undefined || redis === undefined) return undefined;
+    const { stream, group, deadLetterStream, deadLetterMaxLen } = ingest;
+    const streamOptions = { target: redis, stream, group, consumer: nodeId, deadLetterStream, deadLetterMaxLen, forgetConsumerMs: FORGET_STREAM_CONSUMER_MS };
+    const log = this.log;
+    return new Ingest({
+      stream: new RedisStream(streamOptions, `gw:ingest:${encodeURIComponent(nodeId)}`),
+      emits,
+      apiUsers: new Map(Object.entries(apiUsers).map(([name, { groups }]) => [name, { name, groups: new Set(groups) }])),
+      config: ingest,
+      metrics: this.metrics,
+      failed: (error) => {
+        if (!this.#redisLost) log.warn({ err: error }, 'the emit stream could not be read; the node tries again in a second');
       },
     });
   }
@@ -340,6 +365,7 @@ export class Gateway {
   /** Start the broker, then listen; answers the clients' port (useful with port 0). */
   async listen(): Promise<number> {
     await this.broker.start((event, eventData, positions, json) => this.hub.deliver(event, eventData, positions, json), this.#control.receive, this.#canary.receive);
+    await this.#ingest?.start();
     this.#canary.start();
     this.#fleetStatus.start();
     // Before the port opens: no handshake may pass a revocation this node has not read yet.
@@ -383,6 +409,8 @@ export class Gateway {
     }
     this.#admission.close();
     this.#outage?.stop();
+    // What it took and has not published, another node claims after ingest.claimIdleMs.
+    await this.#ingest?.stop();
     this.#canary.stop();
     this.#fleetStatus.stop();
     this.#sessions.close();
@@ -405,6 +433,9 @@ export class Gateway {
  * told to go: a starved or stalled Redis must not keep them until the deadline ends the process under them.
  */
 const LEAVE_SHARE_OF_DEADLINE = 1 / 3;
+
+/** A consumer of the emit stream with nothing pending, idle this long (its node gone for good), leaves the group. */
+const FORGET_STREAM_CONSUMER_MS = 3_600_000;
 
 /** The webhooks' last sends end this long before the drain's deadline, which exits the process. */
 const WEBHOOK_FLUSH_MARGIN_MS = 250;

@@ -188,6 +188,20 @@ describe('config', () => {
     }
   });
 
+  it('ingest: defaults filled (the dead-letter stream after the stream), Redis required, its apiUser configured', () => {
+    const withIngest = (ingest: Record<string, unknown>, redis: Record<string, unknown> | undefined = { url: 'redis://127.0.0.1:6379' }) =>
+      writeConfig({ ...shipped(), ...(redis ? { redis } : {}), ingest });
+    const config = loadConfigFile(withIngest({ apiUser: 'bench' }));
+    assert.deepEqual(config.ingest, {
+      stream: 'herald:emits', group: 'herald', apiUser: 'bench', deadLetterStream: 'herald:emits:dead', deadLetterMaxLen: 10_000, batch: 100, blockMs: 1000, claimIdleMs: 30_000,
+    });
+    assert.equal(loadConfigFile(withIngest({ apiUser: 'bench', stream: '{app}:emits' })).ingest?.deadLetterStream, '{app}:emits:dead');
+    refuses({ ...shipped(), ingest: { apiUser: 'bench' } }, ['ingest', 'set redis too']);
+    refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379' }, ingest: { apiUser: 'nobody' } }, ['ingest.apiUser', 'no API user nobody']);
+    refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379' }, ingest: {} }, ['ingest.apiUser']);
+    refuses({ ...shipped(), redis: { url: 'redis://127.0.0.1:6379' }, ingest: { apiUser: 'bench', batch: 0 } }, ['ingest.batch']);
+  });
+
   it('canary and status: defaults 5 s, 15 s and 2 s; integers in range taken, a timeout not past the interval and anything else refused', () => {
     const config = loadConfigFile(DEFAULT_CONFIG_FILE);
     assert.deepEqual([config.canary, config.status], [{ intervalMs: 5000, timeoutMs: 15_000 }, { intervalMs: 2000 }]);
@@ -302,26 +316,29 @@ describe('config', () => {
     assert.equal(seeds('other', 'd')?.bare?.seed, undefined);
   });
 
-  it('emit: its defaults, and any maxBacklogBytes / whenBacklogged taken exactly when valid, else refused naming the field', () => {
+  it('emit: its defaults, and any maxBacklogBytes / whenBacklogged / idempotencyWindowSeconds / maxBatchEvents taken exactly when valid, else refused naming the field', () => {
     const { emit } = loadConfigFile(DEFAULT_CONFIG_FILE);
-    assert.deepEqual(emit, { maxBacklogBytes: 32 * 1024 * 1024, whenBacklogged: 'refuse' });
+    assert.deepEqual(emit, { maxBacklogBytes: 32 * 1024 * 1024, whenBacklogged: 'refuse', idempotencyWindowSeconds: 300, maxBatchEvents: 1000 });
     const bytes = fc.oneof(fc.integer({ min: -1, max: 1 << 30 }), fc.double(), fc.constantFrom(65536, 131072, '1048576', null));
     const mode = fc.oneof(fc.constantFrom('refuse', 'wait'), fc.string());
+    const count = fc.oneof(fc.integer({ min: -1, max: 200_000 }), fc.double(), fc.constantFrom(1, 86_400, 100_000, '5'));
+    const inRange = (value: unknown, min: number, max: number) => Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
     fc.assert(
-      fc.property(bytes, fc.integer({ min: 1024, max: 1 << 26 }), mode, (maxBacklogBytes, maxBufferedBytes, whenBacklogged) => {
+      fc.property(bytes, fc.integer({ min: 1024, max: 1 << 26 }), mode, count, count, (maxBacklogBytes, maxBufferedBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents) => {
         const raw = shipped();
-        raw.emit = { maxBacklogBytes, whenBacklogged };
+        raw.emit = { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents };
         raw.websocket = { maxBufferedBytes };
         const valid = Number.isSafeInteger(maxBacklogBytes) && (maxBacklogBytes as number) >= 65536
-          && (maxBacklogBytes as number) >= 2 * maxBufferedBytes && (whenBacklogged === 'refuse' || whenBacklogged === 'wait');
+          && (maxBacklogBytes as number) >= 2 * maxBufferedBytes && (whenBacklogged === 'refuse' || whenBacklogged === 'wait')
+          && inRange(idempotencyWindowSeconds, 1, 86_400) && inRange(maxBatchEvents, 1, 100_000);
         try {
           const config = parseConfig(raw, dir);
           assert.ok(valid, `took ${JSON.stringify(raw.emit)} with maxBufferedBytes ${maxBufferedBytes}`);
-          assert.deepEqual(config.emit, { maxBacklogBytes, whenBacklogged });
+          assert.deepEqual(config.emit, { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents });
         } catch (error) {
           assert.ok(error instanceof ConfigError, String(error));
           assert.ok(!valid, error.message);
-          assert.match(error.message, /emit\.(maxBacklogBytes|whenBacklogged)/);
+          assert.match(error.message, /emit\.(maxBacklogBytes|whenBacklogged|idempotencyWindowSeconds|maxBatchEvents)/);
         }
       }),
       { numRuns: Number(process.env.HERALD_FUZZ_RUNS ?? 100) },

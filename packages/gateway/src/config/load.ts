@@ -106,6 +106,9 @@ function resolveFiles(config: Config, baseDir: string): void {
 }
 
 function checkReferences(config: Config): void {
+  if (config.ingest !== undefined && config.apiUsers[config.ingest.apiUser] === undefined) {
+    throw ConfigError.forFields([['ingest.apiUser', `no API user ${config.ingest.apiUser} is configured under apiUsers`]]);
+  }
   const selected = new Set(Object.values(config.tokenGenerators).flatMap((generator) => generator.select));
   for (const [name, { bind }] of Object.entries(config.events)) {
     for (const [field, column] of Object.entries(bind)) {

@@ -451,6 +451,35 @@ const rateLimit = z
   .strict();
 
 /**
+ * The emit stream (docs/protocol.md 5.3): a back end XADDs emits to a Redis stream of the fleet's Redis, and every node
+ * reads it in one consumer group, publishes each entry and acknowledges it. Needs redis.
+ */
+const ingest = z
+  .object({
+    /** The stream's key. Default herald:emits. */
+    stream: z.string().min(1).default('herald:emits'),
+    /** The consumer group every node reads it in. Default herald. */
+    group: z.string().min(1).default('herald'),
+    /** The API user an entry is emitted as, unless it names another configured one (field apiUser). Required. */
+    apiUser: name,
+    /** Where an entry that cannot be published goes, with its reason. Default <stream>:dead. */
+    deadLetterStream: z.string().min(1).optional(),
+    /** About how many entries the dead-letter stream keeps (MAXLEN ~). Default 10,000. */
+    deadLetterMaxLen: z.number().int().min(1).default(10_000),
+    /** Entries read at a time by a node. Default 100. */
+    batch: z.number().int().min(1).max(10_000).default(100),
+    /** How long a node's read waits for an entry before it reads again. Default 1 s. */
+    blockMs: z.number().int().min(10).max(60_000).default(1000),
+    /**
+     * An entry delivered to a node and not acknowledged for this long (the node died, or could not publish it) is
+     * claimed by another node. Default 30 s.
+     */
+    claimIdleMs: z.number().int().min(100).default(30_000),
+  })
+  .strict()
+  .transform((i) => ({ ...i, deadLetterStream: i.deadLetterStream ?? `${i.stream}:dead` }));
+
+/**
  * A node's id in the fleet: HERALD_NODE_ID, or generated (node.ts). Not a field of the file, but checked like
  * one: the Redis broker joins the ids of a route's nodes with NODE_ID_SEPARATOR, so no id may contain it.
  */
@@ -483,8 +512,11 @@ export const configSchema = z
     control: control.prefault({}),
     /** Connect and disconnect webhooks to the back end; absent: none. */
     webhooks: webhooks.optional(),
+    /** The emit stream; absent: none. */
+    ingest: ingest.optional(),
   })
   .strict()
+  .refine((c) => c.ingest === undefined || c.redis !== undefined, { message: 'the emit stream is a Redis stream: set redis too', path: ['ingest'] })
   .refine((c) => c.emit.maxBacklogBytes >= 2 * c.websocket.maxBufferedBytes, {
     message: 'must be at least twice websocket.maxBufferedBytes (one slow client alone must not hold every emit back)',
     path: ['emit', 'maxBacklogBytes'],
@@ -493,6 +525,7 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type EventConfig = Config['events'][string];
 export type EmitConfig = Config['emit'];
+export type IngestConfig = NonNullable<Config['ingest']>;
 export type HistoryConfig = NonNullable<EventConfig['history']>;
 export type TokenGeneratorConfig = Config['tokenGenerators'][string];
 export type InstanceConfig = Config['instances'][string];

@@ -10,7 +10,7 @@ import type { DeliveryBacklog } from '../hub/backlog.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
-import { IdempotencyKeys, isReplayed } from './idempotency.ts';
+import { IdempotencyKeys, isReplayed, type ClaimedKey, type Replayed } from './idempotency.ts';
 
 /** What an emit is checked against and published through: the node's, shared by every way an emit comes. */
 export interface EmitOptions {
@@ -46,23 +46,47 @@ const OVERLOADED_RETRY_AFTER_S = 1;
 export type Emitter = (apiUser: ApiUser, body: EmitBody, idempotencyKey: string | undefined) => Promise<EmitAnswer>;
 
 /**
- * One emit, once its caller is known and its body's shape checked: the fastify route's, the fast path's and each of a
- * batch's. With an Idempotency-Key (idempotency.ts), the key is claimed before publishing, and settled after.
+ * An emit's steps: its checks, its Idempotency-Key's claim (idempotency.ts), its publish and the claim's settling.
+ * `emit` runs them for one emit (the fastify route, the fast path, each item of a batch); the emit stream runs them for
+ * a batch of entries, a step at a time, so that its publishes leave in the stream's order.
  */
-export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, keys }: EmitOptions): Emitter {
-  const waits = whenBacklogged === 'wait';
-  return async (apiUser, { name, eventData }, idempotencyKey) => {
+export class Emits {
+  readonly #options: EmitOptions;
+  readonly #waits: boolean;
+
+  constructor(options: EmitOptions) {
+    this.#options = options;
+    this.#waits = options.whenBacklogged === 'wait';
+  }
+
+  /**
+   * What refuses an emit before anything is done for it, in this order: its key's form (BAD_REQUEST naming the header),
+   * eventData nested too deep (serialising it for a client or another node would overflow the stack mid fan-out), an
+   * unknown event or one the API user may not emit. Answers the key.
+   */
+  check(apiUser: ApiUser, { name, eventData }: EmitBody, idempotencyKey: string | undefined): string | undefined {
     const key = IdempotencyKeys.read(idempotencyKey);
-    // Deeper than this, serialising it for a client or another node would overflow the stack mid fan-out.
     if (nestedDeeperThan(eventData, MAX_JSON_DEPTH)) {
       throw new GatewayError('BAD_REQUEST', `eventData nests deeper than ${MAX_JSON_DEPTH} levels`);
     }
-    catalogue.forEmit(name, apiUser);
-    const claim = key === undefined ? undefined : await keys.claim(apiUser, key, name, eventData);
-    if (claim !== undefined && isReplayed(claim)) return { name, nodes: claim.nodes, replayed: true };
+    this.#options.catalogue.forEmit(name, apiUser);
+    return key;
+  }
+
+  claim(apiUser: ApiUser, key: string, { name, eventData }: EmitBody): Promise<ClaimedKey | Replayed> {
+    return this.#options.keys.claim(apiUser, key, name, eventData);
+  }
+
+  /**
+   * Publish a checked emit within the node's backlog bound, and settle its claim (freed if it was not published):
+   * answers the nodes it reached. Its first Redis commands are sent before this returns, so emits published one after
+   * another in a turn of the event loop are appended in that order.
+   */
+  async publish({ name, eventData }: EmitBody, claim: ClaimedKey | undefined): Promise<number> {
+    const { backlog, metrics, broker } = this.#options;
     let nodes: number;
     try {
-      if (!waits && backlog.over) {
+      if (!this.#waits && backlog.over) {
         metrics.emitsRefused.inc({ reason: 'backlog' });
         throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
       }
@@ -74,9 +98,17 @@ export function emitter({ catalogue, broker, metrics, backlog, whenBacklogged, k
     }
     metrics.publishes.inc(nodes);
     await claim?.settle(nodes);
+    return nodes;
+  }
+
+  readonly emit: Emitter = async (apiUser, body, idempotencyKey) => {
+    const key = this.check(apiUser, body, idempotencyKey);
+    const claim = key === undefined ? undefined : await this.claim(apiUser, key, body);
+    if (claim !== undefined && isReplayed(claim)) return { name: body.name, nodes: claim.nodes, replayed: true };
+    const nodes = await this.publish(body, claim);
     // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
-    if (waits) await backlog.settled();
-    return { name, nodes, replayed: false };
+    if (this.#waits) await this.#options.backlog.settled();
+    return { name: body.name, nodes, replayed: false };
   };
 }
 
