@@ -193,7 +193,7 @@ describe('config', () => {
       writeConfig({ ...shipped(), ...(redis ? { redis } : {}), ingest });
     const config = loadConfigFile(withIngest({ apiUser: 'bench' }));
     assert.deepEqual(config.ingest, {
-      stream: 'herald:emits', group: 'herald', apiUser: 'bench', deadLetterStream: 'herald:emits:dead', deadLetterMaxLen: 10_000, batch: 100, blockMs: 1000, claimIdleMs: 30_000,
+      stream: 'herald:emits', group: 'herald', apiUser: 'bench', deadLetterStream: 'herald:emits:dead', deadLetterMaxLen: 10_000, batch: 100, blockMs: 1000, claimIdleMs: 10_000,
     });
     assert.equal(loadConfigFile(withIngest({ apiUser: 'bench', stream: '{app}:emits' })).ingest?.deadLetterStream, '{app}:emits:dead');
     refuses({ ...shipped(), ingest: { apiUser: 'bench' } }, ['ingest', 'set redis too']);

@@ -1,9 +1,9 @@
 /**
  * The emit stream (config ingest; docs/protocol.md 5.3): a second way in for emits, which a back end can write to
- * while no node answers. Every node reads it in one consumer group, so that each entry goes to one node; an entry is
- * acknowledged once published, and one whose node went away (pending past claimIdleMs) is claimed by another. The Redis
- * stream is the real one (redis/ingest.ts); this file holds the interface and the in-process one, for tests and for a
- * fleet of one.
+ * while no node answers. The nodes read it in one consumer group, one node at a time (the one holding the reader's
+ * lease), so that its entries are published in the order they were added; an entry is acknowledged once published.
+ * A node that takes the lease over claims every entry left pending (by a reader that died) before it reads a new
+ * one. The Redis stream is the real one (redis/ingest.ts); this file holds the interface and the in-process one.
  */
 
 /** One entry as the back end added it: its id (`<ms>-<seq>`) and its fields. */
@@ -23,11 +23,13 @@ export interface StreamBacklog {
 export interface IngestStream {
   /** Create the consumer group if there is none, from the stream's start: what was added while no node ran is read too. */
   start(): Promise<void>;
+  /** Take the reader's lease for `ms` if nobody holds it, or extend it if this consumer does: answers whether it holds it. */
+  lead(ms: number): Promise<boolean>;
+  /** Give the lease up (a node leaving): another node takes it at once rather than when it runs out. */
+  resign(): Promise<void>;
   /** Entries never delivered, now this consumer's: up to `count`, waiting up to `blockMs` for the first; [] if none came. */
   read(count: number, blockMs: number): Promise<StreamEntry[]>;
-  /** This consumer's own entries delivered and not acknowledged, oldest first; up to `count`. */
-  unacknowledged(count: number): Promise<StreamEntry[]>;
-  /** Entries delivered (to any consumer) and not acknowledged for longer than `idleMs`, now this consumer's; up to `count`. */
+  /** Entries delivered (to any consumer) and not acknowledged for longer than `idleMs`, oldest first, now this consumer's; up to `count`. */
   claim(idleMs: number, count: number): Promise<StreamEntry[]>;
   /** Done with: published, or dead-lettered. */
   ack(ids: readonly string[]): Promise<void>;
@@ -58,6 +60,7 @@ export class MemoryStream {
   /** Entries delivered and not acknowledged, by id. */
   readonly #pending = new Map<string, Delivered>();
   readonly deadLetters: DeadLetter[] = [];
+  #leader: { name: string; until: number } | undefined;
   #next = 0;
   #seq = 0;
   #wake: Array<() => void> = [];
@@ -75,6 +78,16 @@ export class MemoryStream {
     let closed = false;
     return {
       start: async () => {},
+      async lead(ms) {
+        const now = Date.now();
+        const held = stream.#leader;
+        if (held !== undefined && held.name !== name && held.until > now) return false;
+        stream.#leader = { name, until: now + ms };
+        return true;
+      },
+      async resign() {
+        if (stream.#leader?.name === name) stream.#leader = undefined;
+      },
       async read(count, blockMs) {
         if (stream.#next >= stream.#entries.length && !closed) await stream.#waitFor(blockMs);
         const taken = stream.#entries.slice(stream.#next, stream.#next + count);
@@ -82,12 +95,9 @@ export class MemoryStream {
         for (const entry of taken) stream.#pending.set(entry.id, { entry, consumer: name, at: Date.now() });
         return taken;
       },
-      async unacknowledged(count) {
-        return [...stream.#pending.values()].filter((delivered) => delivered.consumer === name).slice(0, count).map((delivered) => delivered.entry);
-      },
       async claim(idleMs, count) {
         const now = Date.now();
-        const idle = [...stream.#pending.values()].filter((delivered) => now - delivered.at > idleMs).slice(0, count);
+        const idle = [...stream.#pending.values()].filter((delivered) => now - delivered.at >= idleMs).slice(0, count);
         for (const delivered of idle) Object.assign(delivered, { consumer: name, at: now });
         return idle.map((delivered) => delivered.entry);
       },

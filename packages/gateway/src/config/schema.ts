@@ -471,10 +471,10 @@ const ingest = z
     /** How long a node's read waits for an entry before it reads again. Default 1 s. */
     blockMs: z.number().int().min(10).max(60_000).default(1000),
     /**
-     * An entry delivered to a node and not acknowledged for this long (the node died, or could not publish it) is
-     * claimed by another node. Default 30 s.
+     * The reader's lease: one node reads the stream at a time, renewing this every third of it; when it dies, another
+     * node takes the lease over once it runs out, and claims every entry it left pending before reading on. Default 10 s.
      */
-    claimIdleMs: z.number().int().min(100).default(30_000),
+    claimIdleMs: z.number().int().min(100).default(10_000),
   })
   .strict()
   .transform((i) => ({ ...i, deadLetterStream: i.deadLetterStream ?? `${i.stream}:dead` }));

@@ -1,16 +1,16 @@
 /**
- * This node's reader of the emit stream (config ingest; docs/protocol.md 5.3). It reads entries in the fleet's consumer
- * group, emits each as its API user through the emit's own steps (emit/emitter.ts: its checks, its Idempotency-Key,
- * which is the entry's idempotencyKey or else its id), and acknowledges it once published. A batch is taken a step at
- * a time (checks, then claims, then publishes in the stream's order, then acknowledgements), so that a route's
- * entries are appended in the order they were added.
+ * This node's part in reading the emit stream (config ingest; docs/protocol.md 5.3). One node at a time reads it: the
+ * one holding the reader's lease (claimIdleMs, renewed every third of it; every other node asks for it every blockMs),
+ * so that entries are published in the order they were added, whichever node takes them. It emits each entry as its
+ * API user through the emit's own steps (emit/emitter.ts: its checks, its Idempotency-Key, which is the entry's
+ * idempotencyKey or else its id), a batch a step at a time (checks, then claims, then publishes issued in the stream's
+ * order, then acknowledgements), and acknowledges it once published.
  *
  * An entry that can never be published (not an emit, an unknown event or API user, one its API user may not emit, its
  * key used for another body) goes to the dead-letter stream with why, acknowledged. One that cannot be published now
- * (Redis unreachable, the node's backlog over its bound, its key being published elsewhere) stays pending, and this
- * node takes its own pending entries again, oldest first and a second later, before it reads a new one: a failure
- * does not put a route's entries out of order. A node that died leaves its pending entries to another node, which
- * claims them after claimIdleMs.
+ * (Redis unreachable, the node's backlog over its bound, its key being published elsewhere) stays pending, and the
+ * reader takes the pending entries again, oldest first and a second later, before it reads a new one. A node that
+ * takes the lease over (its reader died, or left) does the same first: it claims every entry left pending.
  */
 import { isRecord } from '@herald/protocol';
 import type { ApiUser } from '../auth/authenticator.ts';
@@ -37,9 +37,9 @@ const LATER = new Set(['UNAVAILABLE', 'OVERLOADED', 'IDEMPOTENCY_KEY_IN_USE', 'I
 
 /** How often the backlog is measured and the stream trimmed of what every node is done with. */
 const MEASURE_EVERY_MS = 5000;
-/** The wait before a node takes again what it could not publish (its own pending entries), or reads after a failure. */
+/** The wait before the reader takes again what it could not publish, or reads after a failure. */
 const RETRY_AFTER_FAILURE_MS = 1000;
-const pause = () => new Promise((resolve) => setTimeout(resolve, RETRY_AFTER_FAILURE_MS));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface Taken {
   entry: StreamEntry;
@@ -53,8 +53,10 @@ export class Ingest {
   readonly #timers: NodeJS.Timeout[] = [];
   #running: Promise<void> | undefined;
   #stopped = false;
-  /** Some of this node's entries were left pending: they are taken again before any new one. */
-  #behind = false;
+  /** Whether this node holds the reader's lease (as its last renewal found). */
+  #leading = false;
+  /** Entries were left pending (by this node, or by the reader before it): they are taken again before any new one. */
+  #behind = true;
 
   constructor(options: IngestOptions) {
     this.#options = options;
@@ -63,47 +65,55 @@ export class Ingest {
   async start(): Promise<void> {
     const { stream, config } = this.#options;
     await stream.start();
-    this.#running = this.#readLoop();
-    this.#every(Math.max(50, config.claimIdleMs / 2), () => this.#claimIdle());
+    this.#running = this.#loop();
+    this.#every(Math.max(10, config.claimIdleMs / 3), () => this.#renew());
     this.#every(MEASURE_EVERY_MS, () => this.#measure());
   }
 
-  /** Stop reading; what this node holds unacknowledged is claimed by another node after claimIdleMs. */
+  /** Stop reading, and give the lease up: another node claims what this one left pending, and reads on. */
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
-    await this.#options.stream.close();
+    const { stream } = this.#options;
+    await stream.close();
     await this.#running;
+    if (this.#leading) await stream.resign().catch(() => {});
   }
 
-  async #readLoop(): Promise<void> {
+  async #loop(): Promise<void> {
     const { stream, config } = this.#options;
     while (!this.#stopped) {
       try {
-        if (!this.#behind) this.#behind = !(await this.#take(await stream.read(config.batch, config.blockMs)));
-        else {
-          const own = await stream.unacknowledged(config.batch);
-          this.#behind = own.length > 0 && !(await this.#take(own));
-          if (this.#behind) await pause();
-        }
+        if (!this.#leading) {
+          this.#leading = await stream.lead(config.claimIdleMs);
+          // Taking it over: what the last reader left pending comes first.
+          if (!this.#leading) await sleep(config.blockMs);
+          else this.#behind = true;
+        } else if (!this.#behind) this.#behind = !(await this.#take(await stream.read(config.batch, config.blockMs)));
+        else await this.#catchUp();
       } catch (error) {
         if (this.#stopped) return;
         this.#options.failed(error as Error);
         this.#behind = true;
-        await pause();
+        await sleep(RETRY_AFTER_FAILURE_MS);
       }
     }
   }
 
-  async #claimIdle(): Promise<void> {
+  /** The pending entries, oldest first (this node's, and what a reader before it left), claimed and taken again. */
+  async #catchUp(): Promise<void> {
+    const { stream, config, metrics } = this.#options;
+    const pending = await stream.claim(0, config.batch);
+    metrics.ingestEntries.inc({ result: 'claimed' }, pending.length);
+    this.#behind = pending.length > 0 && !(await this.#take(pending));
+    if (this.#behind) await sleep(RETRY_AFTER_FAILURE_MS);
+  }
+
+  /** Keep the lease; a reader that lost it (a stall past claimIdleMs) stops after the batch it is in. */
+  async #renew(): Promise<void> {
+    if (!this.#leading) return;
     const { stream, config } = this.#options;
-    try {
-      const claimed = await stream.claim(config.claimIdleMs, config.batch);
-      this.#options.metrics.ingestEntries.inc({ result: 'claimed' }, claimed.length);
-      await this.#take(claimed);
-    } catch (error) {
-      if (!this.#stopped) this.#options.failed(error as Error);
-    }
+    this.#leading = await stream.lead(config.claimIdleMs).catch(() => false);
   }
 
   /**

@@ -63,6 +63,18 @@ export function streamContract(name: string, make: () => Promise<StreamFixture>)
       assert.deepEqual(await b.backlog(), { pending: 0, undelivered: 0, oldestMs: undefined });
     });
 
+    it('one consumer at a time holds the reader\'s lease: it extends it, gives it up, or lets it run out', async () => {
+      await Promise.all([a.start(), b.start()]);
+      assert.equal(await a.lead(300), true);
+      assert.equal(await b.lead(300), false);
+      assert.equal(await a.lead(300), true, 'extended by its holder');
+      await a.resign();
+      assert.equal(await b.lead(100), true, 'free once given up');
+      assert.equal(await a.lead(100), false);
+      await sleep(150);
+      assert.equal(await a.lead(100), true, 'free once run out');
+    });
+
     it('a dead letter carries its reason and id, and leaves the backlog', async () => {
       await a.start();
       const id = await fixture.add({ name: 'no-such-event', eventData: '{}' });

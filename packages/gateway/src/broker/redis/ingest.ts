@@ -4,7 +4,7 @@
  * connections of its own: one that waits in the blocking read, one for the rest (an XACK must not wait behind it).
  * One key, so on a Redis Cluster the stream is in one slot; its dead-letter stream is another key, written apart.
  */
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type Result } from 'ioredis';
 import type { IngestStream, StreamBacklog, StreamEntry } from '../ingest.ts';
 import type { RedisTarget } from './connection.ts';
 import { retryDelayMs } from './reads.ts';
@@ -21,6 +21,26 @@ export interface RedisStreamOptions {
   /** A consumer of the group with nothing pending and idle this long (a node gone for good) is removed at a trim. */
   forgetConsumerMs: number;
 }
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** Take the lease (`holder`, for `ms`) if free, or extend it if `holder` holds it: 1; else 0. */
+    heraldLead(key: string, holder: string, ms: number): Result<number, Context>;
+    /** Give the lease up if `holder` holds it. */
+    heraldResign(key: string, holder: string): Result<number, Context>;
+  }
+}
+
+const SCRIPTS = {
+  heraldLead: `
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`,
+  heraldResign: `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`,
+};
 
 /** An entry as Redis answers it: [id, [field, value, ...]], or null for one deleted since it was delivered. */
 type RawEntry = [string, string[]] | null;
@@ -61,6 +81,20 @@ export class RedisStream implements IngestStream {
     this.#commands = client(options.target, name);
     // Failures are seen by each call; unlistened, an error event would end the process.
     for (const each of [this.#reader, this.#commands]) each.on('error', () => {});
+    for (const [name, lua] of Object.entries(SCRIPTS)) this.#commands.defineCommand(name, { numberOfKeys: 1, lua });
+  }
+
+  /** The lease's key: the stream's, with a suffix (on a Cluster, another slot: it is written alone). */
+  get #leaseKey(): string {
+    return `${this.#options.stream}:reader`;
+  }
+
+  async lead(ms: number): Promise<boolean> {
+    return (await this.#commands.heraldLead(this.#leaseKey, this.#options.consumer, ms)) === 1;
+  }
+
+  async resign(): Promise<void> {
+    await this.#commands.heraldResign(this.#leaseKey, this.#options.consumer);
   }
 
   async start(): Promise<void> {
@@ -76,12 +110,6 @@ export class RedisStream implements IngestStream {
     const reply = (await this.#reader.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, '>')) as
       | Array<[string, RawEntry[]]>
       | null;
-    return reply === null ? [] : entriesOf(reply[0]![1]);
-  }
-
-  async unacknowledged(count: number): Promise<StreamEntry[]> {
-    const { stream, group, consumer } = this.#options;
-    const reply = (await this.#commands.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '0')) as Array<[string, RawEntry[]]> | null;
     return reply === null ? [] : entriesOf(reply[0]![1]);
   }
 
@@ -123,9 +151,9 @@ export class RedisStream implements IngestStream {
   }
 
   async close(): Promise<void> {
-    // disconnect, not quit: a quit would wait for the blocking read to end.
+    // disconnect, not quit: a quit would wait for the blocking read to end (and for a connection still being made).
     this.#reader.disconnect();
-    await this.#commands.quit().catch(() => {});
+    this.#commands.disconnect();
   }
 
   /** The group's pending count and oldest pending id (XPENDING), its last delivered id and lag (XINFO GROUPS). */
