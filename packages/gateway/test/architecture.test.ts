@@ -16,7 +16,7 @@ const PACKAGES = resolve(import.meta.dirname, '../..');
 const LAYERS: readonly (readonly string[])[] = [
   ['main', 'index'],
   ['node'],
-  ['http'],
+  ['http', 'ingest'],
   ['emit'],
   ['transport'],
   ['session'],

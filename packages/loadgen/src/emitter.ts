@@ -4,9 +4,11 @@
  * time it was written (`sentAt`), so that listeners can tell how late it arrived. It counts how many
  * notifications the calls answered 200 should have delivered. A call refused 503 (a node past its delivery
  * backlog's bound, or its fleet unreachable) is counted apart, and its connection backs off before its next call,
- * as a back end told Retry-After does; its figures are the calls taken.
+ * as a back end told Retry-After does; its figures are the calls taken. With `idempotent`, each emit carries an
+ * Idempotency-Key of its own (none repeats: what is measured is the key's cost); with `batch` > 1, each call is a
+ * batch of that many emits (emit-events-ws), each to the next recipient.
  */
-import { API_TOKEN_HEADER, emitPath } from '@herald/protocol';
+import { API_TOKEN_HEADER, emitBatchPath, emitPath, IDEMPOTENCY_KEY_HEADER } from '@herald/protocol';
 import { clockMs } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { HttpConnection, jsonPostHead } from './http-connection.ts';
@@ -28,6 +30,10 @@ export interface EmitterOptions {
   timeoutMs: number;
   /** Asked before each call: true holds it (pace.ts), and the connection asks again HOLD_PAUSE_MS later. */
   hold?: () => boolean;
+  /** Each emit with an Idempotency-Key of its own. */
+  idempotent?: boolean;
+  /** Emits per call: 1, emit-event-ws; more, emit-events-ws. */
+  batch?: number;
 }
 
 export interface EmitterStats {
@@ -41,7 +47,7 @@ export interface EmitterStats {
   errors: Record<string, number>;
   /** Write → whole answer. */
   latency: Histogram;
-  /** Notifications the calls answered 2xx should have delivered. */
+  /** Notifications the calls answered 2xx should have delivered (every item of a batch answered 200). */
   expected: number;
   /** performance.now() of the first write and of the last answer. */
   startedAt: number;
@@ -60,7 +66,8 @@ const HOLD_PAUSE_MS = 5;
 /** One connection and the call it has in flight; its handler is made once, not per call. */
 class Slot {
   readonly connection: HttpConnection;
-  recipient = 0;
+  /** The recipients (indices) of the call in flight: one, or a batch's. */
+  recipients: number[] = [];
   writtenAt = 0;
   readonly onResponse: (status: number, error: string | undefined) => void;
 
@@ -74,6 +81,8 @@ export class Emitter {
   readonly stats: EmitterStats = { sent: 0, ok: 0, non2xx: 0, refused: 0, errors: {}, latency: new Histogram(), expected: 0, startedAt: 0, endedAt: 0 };
   readonly #options: EmitterOptions;
   readonly #head: string;
+  /** What makes each run's keys its own: runs within a key's window must not repeat each other's. */
+  readonly #keys = `wsload-${process.pid}-${Date.now()}`;
   #issued = 0;
   #endAt = 0;
   #idle = 0;
@@ -83,7 +92,8 @@ export class Emitter {
   constructor(options: EmitterOptions) {
     this.#options = options;
     const url = new URL(options.httpBase);
-    this.#head = jsonPostHead(url, emitPath(options.userPath), { [API_TOKEN_HEADER]: options.apiToken });
+    const path = (options.batch ?? 1) > 1 ? emitBatchPath(options.userPath) : emitPath(options.userPath);
+    this.#head = jsonPostHead(url, path, { [API_TOKEN_HEADER]: options.apiToken });
   }
 
   /** Run for durationS (or until `signal`), then wait for the calls in flight. */
@@ -121,16 +131,29 @@ export class Emitter {
   }
 
   #write(slot: Slot, index: number): void {
-    const { recipients, event } = this.#options;
-    slot.recipient = index % recipients.length;
-    const recipient = recipients[slot.recipient];
+    const { recipients, event, idempotent = false, batch = 1 } = this.#options;
     const sentAt = clockMs().toFixed(3);
-    const body = recipient
-      ? `{"name":"${event}","eventData":{"recipientId":"${recipient}","sentAt":${sentAt}}}`
-      : `{"name":"${event}","eventData":{"title":"wsload","sentAt":${sentAt}}}`;
+    const emitOf = (at: number): string => {
+      const recipient = recipients[at % recipients.length];
+      const eventData = recipient ? `{"recipientId":"${recipient}","sentAt":${sentAt}}` : `{"title":"wsload","sentAt":${sentAt}}`;
+      return `"name":"${event}","eventData":${eventData}`;
+    };
+    let body: string;
+    let key = '';
+    if (batch > 1) {
+      slot.recipients = Array.from({ length: batch }, (_, i) => (index * batch + i) % recipients.length);
+      const items = slot.recipients.map((_, i) => `{${emitOf(index * batch + i)}${idempotent ? `,"idempotencyKey":"${this.#keys}-${index}-${i}"` : ''}}`);
+      body = `{"events":[${items.join(',')}]}`;
+    } else {
+      slot.recipients = [index % recipients.length];
+      body = `{${emitOf(index)}}`;
+      if (idempotent) key = `${IDEMPOTENCY_KEY_HEADER}: ${this.#keys}-${index}\r\n`;
+    }
     this.stats.sent++;
     slot.writtenAt = performance.now();
-    slot.connection.send(`${this.#head}${body.length}\r\n\r\n${body}`, slot.onResponse);
+    // The key's line goes before Content-Length, which the head ends with.
+    const head = key === '' ? this.#head : this.#head.replace(/Content-Length: $/, `${key}Content-Length: `);
+    slot.connection.send(`${head}${body.length}\r\n\r\n${body}`, slot.onResponse);
   }
 
   #answered(slot: Slot, status: number, error: string | undefined): void {
@@ -144,7 +167,7 @@ export class Emitter {
     stats.latency.record(performance.now() - slot.writtenAt);
     if (status >= 200 && status < 300) {
       stats.ok++;
-      stats.expected += this.#options.weights[slot.recipient] ?? 0;
+      for (const recipient of slot.recipients) stats.expected += this.#options.weights[recipient] ?? 0;
     } else {
       stats.non2xx++;
       if (status === 503) {

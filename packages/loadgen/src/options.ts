@@ -14,6 +14,9 @@ export const USAGE = `usage:
   wsload churn  <ws-url> [-c 100] [-d 10] [-w 0] [--register EVENT [--per-client]] [--tokens api|both]
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
                 [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume] [--keep-within MS]
+                [--idempotent] [--batch N]
+  notify --idempotent: each emit with an Idempotency-Key of its own; --batch N: N emits a call (emit-events-ws), each
+          to the next listener
   notify --keep-within MS: the emitter holds its calls while what its answered calls promised and the listeners have
           not read would take them longer than MS to read at their pace of the last second (a back end that paces itself)
 
@@ -88,6 +91,10 @@ export interface NotifyOptions extends CommonOptions {
   durationS: number;
   rate: number | undefined;
   broadcast: boolean;
+  /** Each emit with an Idempotency-Key of its own. */
+  idempotent: boolean;
+  /** Emits per call (more than 1: emit-events-ws). */
+  batch: number;
   warmupS: number;
   /** How long to wait after the emitter for notifications still on their way. */
   graceS: number;
@@ -153,6 +160,8 @@ const EXTRA = {
     duration: { type: 'string', short: 'd', default: '10' },
     rate: { type: 'string', short: 'R' },
     broadcast: { type: 'boolean', default: false },
+    idempotent: { type: 'boolean', default: false },
+    batch: { type: 'string', default: '1' },
     warmup: { type: 'string', short: 'w', default: '0' },
     grace: { type: 'string', default: '5' },
     ws: { type: 'string' },
@@ -307,6 +316,8 @@ function notify(args: string[]): NotifyOptions {
     durationS: number(values, 'duration', 0.001),
     rate: values.rate === undefined ? undefined : number(values, 'rate', 0.001),
     broadcast,
+    idempotent: values.idempotent === true,
+    batch: number(values, 'batch', 1),
     warmupS: number(values, 'warmup', 0),
     graceS: number(values, 'grace', 0),
     perWorker: number(values, 'per-worker', 1),

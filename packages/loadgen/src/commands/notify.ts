@@ -80,6 +80,8 @@ function emitter(options: NotifyOptions, apiToken: string, audience: Audience, d
     weights: audience.weights,
     timeoutMs: options.timeoutMs,
     hold: pace && (() => pace.holds(made.stats.expected)),
+    idempotent: options.idempotent,
+    batch: options.batch,
   });
   return made;
 }
