@@ -61,8 +61,11 @@ export function codeTable(r: Results): string {
   return ['| can-connect code | clients/s | of no code | target (issue 5) | met |', '|---|---:|---:|---|---|', ...rows].join('\n');
 }
 
-/** Issue 25: history and resume. [figure, label, target: direction and value, or none]. */
-const HISTORY_FIGURES: Array<[string, string, ['≤' | '≥', number] | undefined]> = [
+/** [figure, label, target: direction and value, or none]. */
+type TargetedFigures = Array<[string, string, ['≤' | '≥', number] | undefined]>;
+
+/** Issue 25: history and resume. */
+const HISTORY_FIGURES: TargetedFigures = [
   ['restart_gap_recovered_pct', 'restart (new process first) while emits go on: % of what its clients missed that reached them once back', ['≥', 100]],
   ['restart_gap_missed', '… notifications the gap held (replayed + missing)', undefined],
   ['restart_gap_duplicates', '… repeats a client had to drop', ['≤', 0]],
@@ -78,14 +81,30 @@ const HISTORY_FIGURES: Array<[string, string, ['≤' | '≥', number] | undefine
   ['history_redis_bytes_per_notification', 'Redis used_memory per notification kept (stream and position; eventData ~55 B)', undefined],
 ];
 
-export function historyTable(r: Results): string {
-  const rows = HISTORY_FIGURES.map(([name, label, target]) => {
+/** Issue 35: exactly once at the back end's door. */
+const EXACTLY_ONCE_FIGURES: TargetedFigures = [
+  ['exactly_once_plain_per_s', 'one person each, unpaced, plain emits, notifications/s (on this scenario\'s node: what the rest is beside)', undefined],
+  ['emit_idempotent_per_s', '… each emit with an Idempotency-Key of its own, notifications/s', undefined],
+  ['emit_idempotent_vs_plain', '… over the plain run beside it', ['≥', 0.85]],
+  ['batch_100_notifications_per_s', '100 emits a call (emit-events-ws), notifications/s', undefined],
+  ['batch_100_vs_plain', '… over the plain run beside it', ['≥', 3]],
+  ['idempotency_redis_bytes_per_key', 'Redis used_memory per remembered key', undefined],
+  ['ingest_per_s', 'the emit stream: entries published a second, 50,000 XADDed at once (one notification each)', undefined],
+  ['ingest_vs_plain', '… over the plain emits', ['≥', 1]],
+  ['ingest_lag_p99_ms', '… at 1,000 entries a second: from XADD to the listener, p99 ms', undefined],
+];
+
+function targetedTable(r: Results, figures: TargetedFigures, issue: number): string {
+  const rows = figures.map(([name, label, target]) => {
     const value = r.figures[name];
     const met = target === undefined ? '' : value === undefined ? 'not yet measured' : meets(value, ...target) ? 'yes' : 'no';
     return `| \`${name}\` — ${label} | ${fmt(value)} | ${target === undefined ? '' : `${target[0]} ${target[1]}`} | ${met} |`;
   });
-  return ['| figure | gateway | target (issue 25) | met |', '|---|---:|---|---|', ...rows].join('\n');
+  return [`| figure | gateway | target (issue ${issue}) | met |`, '|---|---:|---|---|', ...rows].join('\n');
 }
+
+export const historyTable = (r: Results): string => targetedTable(r, HISTORY_FIGURES, 25);
+export const exactlyOnceTable = (r: Results): string => targetedTable(r, EXACTLY_ONCE_FIGURES, 35);
 
 /** Scenarios 5 and 6 side by side (the restart both ways): what the figures table has, and what has no target. */
 const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined, string | undefined]> = [

@@ -6,7 +6,7 @@ import { lineChart } from './chart.ts';
 import { parseBenchOptions } from './options.ts';
 import { GATEWAY_NODE_ARGS } from './procs.ts';
 import {
-  clientsTable, codeTable, connectedTable, costTable, cpuTable, failoverTable, FIGURES, figuresTable, floorTable, fmt, historyTable, meets, memoryTable,
+  clientsTable, codeTable, connectedTable, costTable, cpuTable, exactlyOnceTable, failoverTable, FIGURES, figuresTable, floorTable, fmt, historyTable, meets, memoryTable,
 } from './report-tables.ts';
 import type { LatencySummary } from '@herald/loadgen';
 import type { Level, LoadReport, Results } from './results.ts';
@@ -140,6 +140,12 @@ ${codeTable(r)}
 \`restart-gap\`, \`kill-gap\`, and \`history\` with ${roundsOf(r, 'gateway history kept')} round(s) of alternated pairs (${how('missed-notifications-recovered-history-and-resume')}).
 
 ${historyTable(r)}
+
+## Exactly once at the back end's door (idempotency keys, batches, the emit stream)
+
+\`exactly-once\`, on a node of its own with the emit stream on, ${roundsOf(r, 'exactly-once plain')} round(s) of alternated runs (${how('exactly-once-at-the-back-ends-door')}).
+
+${exactlyOnceTable(r)}
 `;
 }
 

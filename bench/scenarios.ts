@@ -4,6 +4,7 @@
  * targets. `--only` selects a scenario by any of its names.
  */
 import { canConnectScenario } from './can-connect.ts';
+import { exactlyOnceScenario } from './exactly-once.ts';
 import type { BenchContext, Target } from './context.ts';
 import { killGapScenario, killScenario, restartGapScenario, restartScenario, type FailoverContext } from './failover.ts';
 import { historyScenario } from './history.ts';
@@ -63,4 +64,5 @@ export const SCENARIOS: readonly Scenario[] = [
   repeated('restart-gap', restartGapScenario),
   repeated('kill-gap', killGapScenario),
   repeated('revoke', revokeScenario),
+  { names: ['exactly-once'], on: 'own processes', run: exactlyOnceScenario },
 ];

@@ -97,7 +97,9 @@ export class Emits {
       throw error;
     }
     metrics.publishes.inc(nodes);
-    await claim?.settle(nodes);
+    // Not waited for: the answer need not wait a round trip more. A repeat on this node is claimed after it (the
+    // same connection to Redis, in order); one elsewhere that comes first is told 409, and its retry gets the answer.
+    if (claim !== undefined) void claim.settle(nodes);
     return nodes;
   }
 

@@ -6,7 +6,7 @@
  * `idempotent-replayed: true`. A repeat with another body is the caller's mistake (422), and nothing is published.
  * An emit refused before publishing (403, 503 OVERLOADED, Redis unreachable) frees its key, so that its retry is taken.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { IDEMPOTENCY_KEY_FORM, IDEMPOTENCY_KEY_HEADER } from '@herald/protocol';
 import type { ApiUser } from '../auth/authenticator.ts';
 import type { Broker, Once } from '../broker/broker.ts';
@@ -34,17 +34,22 @@ export interface ClaimedKey {
   readonly once: Once;
 }
 
-/** 22 characters of base64url SHA-256: 132 bits, no brace, fixed length whatever the input. */
-const digestOf = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 22);
+/** 22 characters of base64url SHA-256: 132 bits, no brace, fixed length whatever the input (one call, no Hash object). */
+const digestOf = (text: string): string => hash('sha256', text, 'base64url').slice(0, 22);
+
+/** What herald_emits_idempotent_total counts. */
+const RESULTS = ['published', 'replayed', 'conflict', 'in_use', 'freed', 'unsettled'] as const;
+type Counted = Record<(typeof RESULTS)[number], { inc(): void }>;
 
 export class IdempotencyKeys {
   readonly #broker: Broker;
-  readonly #metrics: Metrics;
+  /** Each result's counter, bound once: a label looked up at every emit costs a hash. */
+  readonly #counted: Counted;
   readonly #windowMs: number;
 
   constructor(broker: Broker, metrics: Metrics, windowSeconds: number) {
     this.#broker = broker;
-    this.#metrics = metrics;
+    this.#counted = Object.fromEntries(RESULTS.map((result) => [result, metrics.idempotentEmits.labels(result)])) as Counted;
     this.#windowMs = windowSeconds * 1000;
   }
 
@@ -66,14 +71,14 @@ export class IdempotencyKeys {
     const claimed = await this.#broker.claim(once, digest, PENDING_MS);
     if (claimed.state === 'new') return this.#claimed(once, digest);
     if (claimed.digest !== digest) {
-      this.#metrics.idempotentEmits.inc({ result: 'conflict' });
+      this.#counted.conflict.inc();
       throw new GatewayError('IDEMPOTENCY_KEY_REUSED', `the ${IDEMPOTENCY_KEY_HEADER} ${JSON.stringify(key)} was used for another emit within the last ${this.#windowMs / 1000} s`);
     }
     if (claimed.state === 'pending') {
-      this.#metrics.idempotentEmits.inc({ result: 'in_use' });
+      this.#counted.in_use.inc();
       throw new GatewayError('IDEMPOTENCY_KEY_IN_USE', `an emit with the ${IDEMPOTENCY_KEY_HEADER} ${JSON.stringify(key)} is being published`, IN_USE_RETRY_AFTER_S);
     }
-    this.#metrics.idempotentEmits.inc({ result: 'replayed' });
+    this.#counted.replayed.inc();
     return { nodes: Number(claimed.answer) };
   }
 
@@ -81,11 +86,11 @@ export class IdempotencyKeys {
     return {
       once,
       settle: async (nodes) => {
-        this.#metrics.idempotentEmits.inc({ result: nodes === undefined ? 'freed' : 'published' });
+        this.#counted[nodes === undefined ? 'freed' : 'published'].inc();
         // A settle that fails leaves the claim to run out (PENDING_MS): the emit's answer stands either way. Only what
         // varies is kept (the body's digest says the rest): a key costs Redis less.
         await this.#broker.settle(once, digest, nodes === undefined ? undefined : String(nodes)).catch(() => {
-          this.#metrics.idempotentEmits.inc({ result: 'unsettled' });
+          this.#counted.unsettled.inc();
         });
       },
     };

@@ -101,7 +101,7 @@ export class RedisBroker implements Broker {
     this.#shapes = new ShapeIndex(this.#connection.commands, this.#keys, this.#histories, options.leaseMs);
     this.#registry = new RouteRegistry(this.#connection, this.#keys, this.nodeId, options.routeBuckets);
     this.#historyStore = new RedisHistories(this.#connection.commands, this.#connection.reads, this.#keys);
-    this.#once = new RedisOnce(this.#connection.commands, this.#keys);
+    this.#once = new RedisOnce(this.#connection.commands, this.#connection.reads, this.#keys);
     this.#historyEmits = new HistoryEmits({
       connection: this.#connection,
       keys: this.#keys,

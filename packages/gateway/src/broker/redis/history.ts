@@ -33,7 +33,7 @@ import type { HistoryRange, HistoryRead, Once, Unrecovered } from '../broker.ts'
 import { newEpoch } from '../history.ts';
 import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
-import type { Reads } from './reads.ts';
+import { runScript, type Reads } from './reads.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -156,15 +156,9 @@ export class RedisHistories {
     return this.#evalsha(APPEND_ONCE_SHA, keys, onceArgs, () => this.#redis.heraldHistoryAppendOnce(...keys, ...onceArgs));
   }
 
-  /** A script on the emit's reads' connection; one Redis no longer holds (NOSCRIPT) goes through ioredis (`resend`). */
-  #evalsha(sha: string, keys: readonly string[], args: ReadonlyArray<string | number>, resend: () => Promise<unknown>): Promise<Appended> {
-    return this.#reads.evalsha(sha, keys, args).then(
-      (reply) => appended(reply, false),
-      (error: Error) => {
-        if (!error.message.startsWith('NOSCRIPT')) throw error;
-        return resend().then((reply) => appended(reply, true));
-      },
-    );
+  async #evalsha(sha: string, keys: readonly string[], args: ReadonlyArray<string | number>, resend: () => Promise<unknown>): Promise<Appended> {
+    const { reply, resent } = await runScript(this.#reads, sha, keys, args, resend);
+    return appended(reply, resent);
   }
 
   async read(routeKey: string, { ttlSeconds, positionTtlSeconds }: HistoryConfig, range: HistoryRange | undefined): Promise<HistoryRead> {

@@ -42,6 +42,22 @@ export interface Reads {
 }
 
 /**
+ * A script by its SHA1 through the emit's reads (their lean connection when it is up); one Redis no longer holds
+ * (NOSCRIPT: it restarted since) goes through ioredis (`resend`, which loads it again): `resent`, on another connection
+ * than the reads.
+ */
+export async function runScript(
+  reads: Reads, sha: string, keys: readonly string[], args: ReadonlyArray<string | number>, resend: () => Promise<unknown>,
+): Promise<{ reply: unknown; resent: boolean }> {
+  try {
+    return { reply: await reads.evalsha(sha, keys, args), resent: false };
+  } catch (error) {
+    if (!(error as Error).message.startsWith('NOSCRIPT')) throw error;
+    return { reply: await resend(), resent: true };
+  }
+}
+
+/**
  * Told when the emit's reads move onto the lean connection (`lean`) or back onto ioredis (not `lean`, with why:
  * Redis unreachable, a handshake Redis refused, a reply out of step). Told once per change, not once per retry.
  */
