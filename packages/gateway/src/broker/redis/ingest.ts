@@ -99,7 +99,8 @@ export class RedisStream implements IngestStream {
 
   async start(): Promise<void> {
     const { stream, group } = this.#options;
-    await new Promise<void>((resolve) => (this.#commands.status === 'ready' ? resolve() : this.#commands.once('ready', () => resolve())));
+    const ready = (client: Redis | Cluster) => new Promise<void>((resolve) => (client.status === 'ready' ? resolve() : client.once('ready', () => resolve())));
+    await Promise.all([ready(this.#commands), ready(this.#reader)]);
     await this.#commands.xgroup('CREATE', stream, group, '0', 'MKSTREAM').catch((error: Error) => {
       if (!error.message.startsWith('BUSYGROUP')) throw error;
     });
