@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import type { Broker } from '../src/broker/broker.ts';
 import { MemoryBus } from '../src/broker/memory.ts';
 import { Canary, type CanaryObserver } from '../src/canary.ts';
-import { controlOf } from './support/brokers.ts';
+import { passThrough } from './support/brokers.ts';
 
 const INTERVAL_MS = 30;
 const TIMEOUT_MS = 150;
@@ -45,15 +45,7 @@ function recorder() {
 function cuttable(inner: Broker) {
   const state = { cut: false };
   const broker: Broker = {
-    ...controlOf(inner),
-    nodeId: inner.nodeId,
-    ready: () => inner.ready(),
-    start: (...handlers) => inner.start(...handlers),
-    addRoute: (route) => inner.addRoute(route),
-    removeRoute: (route) => inner.removeRoute(route),
-    publish: (event, eventData) => inner.publish(event, eventData),
-    history: (route, range) => inner.history(route, range),
-    close: () => inner.close(),
+    ...passThrough(inner),
     sendCanary: async (nodeId, canary) => {
       if (!(state.cut && nodeId === inner.nodeId)) await inner.sendCanary(nodeId, canary);
     },

@@ -12,7 +12,7 @@ import { MAX_FRAME_DEPTH, MAX_JSON_DEPTH } from '@herald/protocol';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { until } from '../support/fleet.ts';
-import { controlOf } from '../support/brokers.ts';
+import { passThrough } from '../support/brokers.ts';
 import { TestSocket, apiToken, emit, metric, onEvent, post, startNode, type TestNode } from '../support/gateway.ts';
 
 /** `{"a":{"a":...}}`, `levels` objects deep, as text: built without recursion. */
@@ -141,15 +141,12 @@ describe('a node whose broker throws while a frame is answered', () => {
   let broken: TestNode;
   before(async () => {
     const broker = new MemoryBus().broker('broken');
-    const throwing: Broker = Object.assign(Object.create(broker) as Broker, {
+    const throwing: Broker = {
+      ...passThrough(broker),
       addRoute: (): Promise<void> => {
         throw new Error('a bug in the broker');
       },
-      start: broker.start.bind(broker),
-      ...controlOf(broker),
-      publish: broker.publish.bind(broker),
-      close: broker.close.bind(broker),
-    });
+    };
     broken = await startNode(() => {}, { broker: throwing });
   });
   after(() => broken.close());

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Position, ServerFrame, ValidOnEvent } from '@herald/protocol';
 import type { Broker, DeliveryHandler, Histories } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
-import { controlOf } from '../support/brokers.ts';
+import { passThrough } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, emit, metric, onEvent, startNode, type RawConfig, type TestNode } from '../support/gateway.ts';
 
@@ -156,12 +156,8 @@ function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<Del
   let gate = Promise.withResolvers<void>();
   let reached = Promise.withResolvers<void>();
   const broker: Broker = {
-    nodeId: inner.nodeId,
-    ready: () => inner.ready(),
+    ...passThrough(inner),
     start: (onDelivery, onControl, onCanary) => inner.start((...args) => deliver(onDelivery, ...args), onControl, onCanary),
-    addRoute: (route) => inner.addRoute(route),
-    removeRoute: (route) => inner.removeRoute(route),
-    publish: (event, eventData) => inner.publish(event, eventData),
     // The read is made at once; its answer waits, as one on its way back from Redis.
     history: async (route, range) => {
       const read = await inner.history(route, range);
@@ -171,8 +167,6 @@ function gatedBroker(deliver: (handler: DeliveryHandler, ...args: Parameters<Del
       }
       return read;
     },
-    ...controlOf(inner),
-    close: () => inner.close(),
   };
   const open = () => {
     gate.resolve();

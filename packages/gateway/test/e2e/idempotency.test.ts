@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
-import { controlOf } from '../support/brokers.ts';
+import { passThrough } from '../support/brokers.ts';
 import { TestSocket, apiToken, metric, onEvent, startNode, type TestNode } from '../support/gateway.ts';
 
 interface Answer {
@@ -84,14 +84,7 @@ test('a repeat while the first is being published is 409 IDEMPOTENCY_KEY_IN_USE 
   let release: () => void = () => {};
   const publishing = Promise.withResolvers<void>();
   const gated: Broker = {
-    ...controlOf(inner),
-    nodeId: inner.nodeId,
-    ready: () => inner.ready(),
-    start: (...handlers) => inner.start(...handlers),
-    addRoute: (route) => inner.addRoute(route),
-    removeRoute: (route) => inner.removeRoute(route),
-    history: (route, range) => inner.history(route, range),
-    close: () => inner.close(),
+    ...passThrough(inner),
     // The first publish waits until released, as one on its way through Redis.
     publish: (event, eventData, once) => {
       publishing.resolve();

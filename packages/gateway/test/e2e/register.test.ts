@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
-import { controlOf } from '../support/brokers.ts';
+import { passThrough } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, metric, onEvent, personToken, startNode, type TestNode } from '../support/gateway.ts';
 
@@ -153,10 +153,7 @@ describe('a client that leaves before its REGISTER is answered', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const broker: Broker = {
-      nodeId: memory.nodeId,
-      ready: () => memory.ready(),
-      start: (onDelivery, onControl, onCanary) => memory.start(onDelivery, onControl, onCanary),
-      ...controlOf(memory),
+      ...passThrough(memory),
       addRoute: async (route) => {
         reached();
         await released;
@@ -167,9 +164,6 @@ describe('a client that leaves before its REGISTER is answered', () => {
         await released;
         await memory.removeRoute(route);
       },
-      publish: (event, eventData) => memory.publish(event, eventData),
-      history: (route, range) => memory.history(route, range),
-      close: () => memory.close(),
     };
     const gated = await startNode(() => {}, { broker });
     try {

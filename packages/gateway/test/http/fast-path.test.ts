@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { GatewayError } from '../../src/errors.ts';
-import { controlOf } from '../support/brokers.ts';
+import { passThrough } from '../support/brokers.ts';
 import { apiToken, metric, onEvent, startNode, TestSocket, type RawConfig, type TestNode } from '../support/gateway.ts';
 import { connectionPair, EMIT_PATH, emitRequest, RawHttp, request, type RawResponse } from '../support/raw-http.ts';
 
@@ -26,18 +26,11 @@ async function handOvers(node: TestNode): Promise<Record<string, number>> {
 function failingBroker(nodeId: string): Broker & { down: boolean } {
   const inner = new MemoryBus().broker(nodeId);
   return {
-    nodeId,
+    ...passThrough(inner),
     down: false,
-    ready: () => inner.ready(),
-    start: (onDelivery, onControl, onCanary) => inner.start(onDelivery, onControl, onCanary),
-    ...controlOf(inner),
-    addRoute: (route) => inner.addRoute(route),
-    removeRoute: (route) => inner.removeRoute(route),
-    publish(event, eventData) {
-      return this.down ? Promise.reject(new GatewayError('UNAVAILABLE', "the fleet's Redis is unreachable")) : inner.publish(event, eventData);
+    publish(event, eventData, once) {
+      return this.down ? Promise.reject(new GatewayError('UNAVAILABLE', "the fleet's Redis is unreachable")) : inner.publish(event, eventData, once);
     },
-    history: (route, range) => inner.history(route, range),
-    close: () => inner.close(),
   };
 }
 

@@ -1,4 +1,4 @@
-/** Test support for brokers wrapped to misbehave in one way: the parts they leave as the inner broker has them. */
+/** Test support for brokers: an observer that ignores all, and a broker wrapped to misbehave in one way. */
 import type { Broker, BrokerObserver } from '../../src/broker/broker.ts';
 
 /** An observer of a broker's health that ignores all of it. */
@@ -16,20 +16,29 @@ export const quietObserver: BrokerObserver = {
   redisBack() {},
 };
 
-/** Control messages, revocations, canaries, status records and idempotency keys, passed on to `inner` unchanged. */
-export function controlOf(
-  inner: Broker,
-): Pick<Broker, 'broadcast' | 'sendTo' | 'revoke' | 'revocations' | 'liveNodes' | 'sendCanary' | 'putStatus' | 'fleetStatus' | 'claim' | 'settle'> {
+/**
+ * Every part of `inner`, passed on unchanged with all its arguments: spread it, then replace the part a test makes
+ * misbehave. One place to grow with the Broker, so that no wrapper drops an argument the Broker gained.
+ */
+export function passThrough(inner: Broker): Broker {
   return {
-    claim: (once, digest, pendingMs) => inner.claim(once, digest, pendingMs),
-    settle: (once, digest, answer) => inner.settle(once, digest, answer),
+    nodeId: inner.nodeId,
+    ready: () => inner.ready(),
+    start: (...args) => inner.start(...args),
+    addRoute: (...args) => inner.addRoute(...args),
+    removeRoute: (...args) => inner.removeRoute(...args),
+    publish: (...args) => inner.publish(...args),
+    claim: (...args) => inner.claim(...args),
+    settle: (...args) => inner.settle(...args),
+    history: (...args) => inner.history(...args),
+    broadcast: (...args) => inner.broadcast(...args),
+    sendTo: (...args) => inner.sendTo(...args),
+    revoke: (...args) => inner.revoke(...args),
+    revocations: (...args) => inner.revocations(...args),
     liveNodes: () => inner.liveNodes(),
-    sendCanary: (nodeId, canary) => inner.sendCanary(nodeId, canary),
-    putStatus: (record) => inner.putStatus(record),
+    sendCanary: (...args) => inner.sendCanary(...args),
+    putStatus: (...args) => inner.putStatus(...args),
     fleetStatus: () => inner.fleetStatus(),
-    broadcast: (message) => inner.broadcast(message),
-    sendTo: (nodeId, message) => inner.sendTo(nodeId, message),
-    revoke: (subject, revokedAt, keepMs) => inner.revoke(subject, revokedAt, keepMs),
-    revocations: (since) => inner.revocations(since),
+    close: () => inner.close(),
   };
 }
