@@ -215,7 +215,9 @@ export class Gateway {
     const { ingest, redis, apiUsers } = this.config;
     if (ingest === undefined || redis === undefined) return undefined;
     const { stream, group, deadLetterStream, deadLetterMaxLen } = ingest;
-    const streamOptions = { target: redis, stream, group, consumer: nodeId, deadLetterStream, deadLetterMaxLen, forgetConsumerMs: FORGET_STREAM_CONSUMER_MS };
+    const streamOptions = {
+      target: redis, liveness: redis, stream, group, consumer: nodeId, deadLetterStream, deadLetterMaxLen, forgetConsumerMs: FORGET_STREAM_CONSUMER_MS,
+    };
     const log = this.log;
     return new Ingest({
       stream: new RedisStream(streamOptions, `gw:ingest:${encodeURIComponent(nodeId)}`),

@@ -124,9 +124,10 @@ export class Ingest {
     if (entries.length === 0) return true;
     const { stream, emits } = this.#options;
     const done: string[] = [];
-    const taken = await this.#checked(entries);
-    const claims = await Promise.all(taken.map((each) => emits.claim(each.apiUser, each.key, each.body).catch((error: unknown) => error as Error)));
+    /** Per entry refused or published: whether it is done with (else left pending). */
     const outcomes: Array<Promise<boolean>> = [];
+    const taken = this.#checked(entries, outcomes);
+    const claims = await Promise.all(taken.map((each) => emits.claim(each.apiUser, each.key, each.body).catch((error: unknown) => error as Error)));
     for (const [i, each] of taken.entries()) {
       const claim = claims[i]!;
       if (claim instanceof Error) outcomes.push(this.#refused(each.entry, claim));
@@ -140,8 +141,8 @@ export class Ingest {
     return allDone;
   }
 
-  /** The entries that are emits, as whom; the others dead-lettered. */
-  async #checked(entries: readonly StreamEntry[]): Promise<Taken[]> {
+  /** The entries that are emits, as whom; the others refused, their outcomes added to `outcomes`. */
+  #checked(entries: readonly StreamEntry[], outcomes: Array<Promise<boolean>>): Taken[] {
     const taken: Taken[] = [];
     for (const entry of entries) {
       try {
@@ -149,7 +150,7 @@ export class Ingest {
         this.#options.emits.check(apiUser, body, key);
         taken.push({ entry, apiUser, body, key });
       } catch (error) {
-        if (!(await this.#refused(entry, error as Error))) this.#behind = true;
+        outcomes.push(this.#refused(entry, error as Error));
       }
     }
     return taken;

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import { MemoryStream } from '../../src/broker/ingest.ts';
-import type { RedisTarget } from '../../src/broker/redis/connection.ts';
+import { hostPort, type RedisTarget } from '../../src/broker/redis/connection.ts';
 import { RedisStream } from '../../src/broker/redis/ingest.ts';
 import { startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis.ts';
 import { streamContract, type StreamFixture } from './ingest.contract.ts';
@@ -22,10 +22,10 @@ streamContract('in-process', async () => {
 function onRedis(target: () => RedisTarget): () => Promise<StreamFixture> {
   return async () => {
     const stream = `{ingest-${randomBytes(4).toString('hex')}}:emits`;
-    const options = { target: target(), stream, group: 'herald', deadLetterStream: `${stream}:dead`, deadLetterMaxLen: 1000, forgetConsumerMs: 3_600_000 };
+    const options = { target: target(), liveness: { lostAfterMs: 2000 }, stream, group: 'herald', deadLetterStream: `${stream}:dead`, deadLetterMaxLen: 1000, forgetConsumerMs: 3_600_000 };
     const consumers: [RedisStream, RedisStream] = [new RedisStream({ ...options, consumer: 'a' }, 'test-a'), new RedisStream({ ...options, consumer: 'b' }, 'test-b')];
     const { cluster, url } = target();
-    const backEnd = cluster ? new Cluster(cluster.map((node) => ({ host: node.split(':')[0]!, port: Number(node.split(':')[1]) }))) : new Redis(url!);
+    const backEnd = cluster ? new Cluster(cluster.map(hostPort)) : new Redis(url!);
     return {
       consumers,
       add: async (fields) => (await backEnd.xadd(stream, '*', ...Object.entries(fields).flat()))!,

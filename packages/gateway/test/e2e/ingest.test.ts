@@ -27,7 +27,7 @@ before(async () => {
   // A reader that took an entry and died holding the reader's lease: a node that starts takes the lease over once it
   // runs out, and claims that entry first.
   await add({ name: 'announcements', eventData: { n: 0 } });
-  const ghost = new RedisStream({ target: { url: redis.url }, stream: STREAM, group: 'herald', consumer: 'ghost', deadLetterStream: `${STREAM}:dead`, deadLetterMaxLen: 100, forgetConsumerMs: 3_600_000 }, 'ghost');
+  const ghost = new RedisStream({ target: { url: redis.url }, liveness: { lostAfterMs: 2000 }, stream: STREAM, group: 'herald', consumer: 'ghost', deadLetterStream: `${STREAM}:dead`, deadLetterMaxLen: 100, forgetConsumerMs: 3_600_000 }, 'ghost');
   await ghost.start();
   assert.equal(await ghost.lead(400), true);
   assert.equal((await ghost.read(10, 100)).length, 1);

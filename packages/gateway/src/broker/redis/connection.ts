@@ -68,12 +68,29 @@ class BatchingRedis extends Redis {
   }
 }
 
+const DEFAULT_URL = 'redis://127.0.0.1:6379';
+
 /** The wait before a subscriber whose channel was refused connects again to try it. */
 const RESUBSCRIBE_RETRY_MS = 1000;
 
-function hostPort(address: string): { host: string; port: number } {
+/** A Cluster master as `host:port`, as ioredis takes it. */
+export function hostPort(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
   return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+}
+
+const CLUSTER_RETRY = (attempt: number): number => Math.min(100 * attempt, 1000);
+
+/**
+ * A client of its own on `target` (one redis-server, or a Cluster), with the options of the broker's connections: for a
+ * part that must not share one (the emit stream's read waits in Redis for seconds). No probe: its calls fail and are
+ * retried by its owner.
+ */
+export function clientOf(target: RedisTarget, name: string, liveness: Liveness): Redis | Cluster {
+  const common = commonOptions(liveness);
+  if (!target.cluster) return new Redis(target.url ?? DEFAULT_URL, { ...common, connectionName: name });
+  const { enableOfflineQueue, maxRetriesPerRequest, connectTimeout } = common;
+  return new Cluster(target.cluster.map(hostPort), { enableOfflineQueue, clusterRetryStrategy: CLUSTER_RETRY, redisOptions: { maxRetriesPerRequest, connectTimeout, connectionName: name } });
 }
 
 /** What the connection tells its owner about Redis's reachability. */
@@ -93,7 +110,7 @@ export function connect(target: RedisTarget, name: string, liveness: Liveness, l
       shardedSubscribers: true,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
-      clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+      clusterRetryStrategy: CLUSTER_RETRY,
       redisOptions: { maxRetriesPerRequest: 1, connectionName: name, connectTimeout: common.connectTimeout },
     });
     // Each master's connection is asked, and cut alone: the other shards go on.
@@ -101,7 +118,7 @@ export function connect(target: RedisTarget, name: string, liveness: Liveness, l
     // The cluster client keeps sharded subscribers of its own, one per master.
     return connection(cluster, cluster, readsThrough(cluster, false), probe, listeners);
   }
-  const url = target.url ?? 'redis://127.0.0.1:6379';
+  const url = target.url ?? DEFAULT_URL;
   // A connection in subscriber mode cannot send commands, so channels get a connection of their own.
   const commands = new BatchingRedis(url, { ...common, connectionName: name });
   // Channels are subscribed again by subscribe() below, not by ioredis: its own resubscription leaves a refusal unhandled.

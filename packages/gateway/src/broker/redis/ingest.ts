@@ -4,13 +4,15 @@
  * connections of its own: one that waits in the blocking read, one for the rest (an XACK must not wait behind it).
  * One key, so on a Redis Cluster the stream is in one slot; its dead-letter stream is another key, written apart.
  */
-import { Cluster, Redis, type Result } from 'ioredis';
+import type { Cluster, Redis, Result } from 'ioredis';
 import type { IngestStream, StreamBacklog, StreamEntry } from '../ingest.ts';
-import type { RedisTarget } from './connection.ts';
-import { retryDelayMs } from './reads.ts';
+import type { Liveness } from './clients.ts';
+import { clientOf, type RedisTarget } from './connection.ts';
 
 export interface RedisStreamOptions {
   target: RedisTarget;
+  /** As the broker's connections: a connection attempt unanswered this long is tried again. */
+  liveness: Liveness;
   stream: string;
   group: string;
   /** This node: its consumer's name in the group. */
@@ -45,15 +47,6 @@ return 0`,
 /** An entry as Redis answers it: [id, [field, value, ...]], or null for one deleted since it was delivered. */
 type RawEntry = [string, string[]] | null;
 
-function client(target: RedisTarget, name: string): Redis | Cluster {
-  const options = { connectionName: name, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: retryDelayMs };
-  if (target.cluster) {
-    const nodes = target.cluster.map((address) => ({ host: address.slice(0, address.lastIndexOf(':')), port: Number(address.slice(address.lastIndexOf(':') + 1)) }));
-    return new Cluster(nodes, { enableOfflineQueue: false, redisOptions: options, clusterRetryStrategy: (attempt) => Math.min(100 * attempt, 1000) });
-  }
-  return new Redis(target.url ?? 'redis://127.0.0.1:6379', options);
-}
-
 const entriesOf = (raw: readonly RawEntry[]): StreamEntry[] =>
   raw.flatMap((entry) => {
     if (entry === null) return [];
@@ -77,8 +70,8 @@ export class RedisStream implements IngestStream {
 
   constructor(options: RedisStreamOptions, name: string) {
     this.#options = options;
-    this.#reader = client(options.target, name);
-    this.#commands = client(options.target, name);
+    this.#reader = clientOf(options.target, name, options.liveness);
+    this.#commands = clientOf(options.target, name, options.liveness);
     // Failures are seen by each call; unlistened, an error event would end the process.
     for (const each of [this.#reader, this.#commands]) each.on('error', () => {});
     for (const [name, lua] of Object.entries(SCRIPTS)) this.#commands.defineCommand(name, { numberOfKeys: 1, lua });
@@ -143,7 +136,8 @@ export class RedisStream implements IngestStream {
     const { pendingFrom, lastDelivered } = await this.#state();
     const next = await this.#firstAfter(lastDelivered);
     const keepFrom = [pendingFrom, next].filter((id): id is string => id !== undefined).sort((a, b) => msOf(a) - msOf(b) || a.localeCompare(b))[0];
-    await this.#commands.xtrim(stream, 'MINID', '~', keepFrom ?? after(lastDelivered));
+    // Exact, not ~: every few seconds, and what it keeps is what may still be published.
+    await this.#commands.xtrim(stream, 'MINID', keepFrom ?? after(lastDelivered));
     const consumers = (await this.#commands.xinfo('CONSUMERS', stream, group)) as Array<Array<string | number>>;
     for (const fields of consumers) {
       const consumer = fieldsOf(fields);
