@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { runInNewContext } from 'node:vm';
+import { installedFromTarball } from '../../protocol/scripts/package.ts';
 import { BROWSER_FILE, buildClient } from '../scripts/build.ts';
 import { emit, startNode, apiToken, type Node } from './support.ts';
 
@@ -27,12 +28,7 @@ before(async () => {
   const dist = await buildClient(mkdtempSync(join(tmpdir(), 'herald-build-')));
   const buildSeconds = (performance.now() - started) / 1000;
   assert.ok(buildSeconds < 20, `the build took ${buildSeconds.toFixed(1)} s`);
-  const packs = mkdtempSync(join(tmpdir(), 'herald-pack-'));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packs], { cwd: dist });
-  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
-  project = mkdtempSync(join(tmpdir(), 'herald-consumer-'));
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(packs, filename)], { cwd: project });
+  project = await installedFromTarball(dist);
   node = await startNode();
 });
 after(() => node?.gateway.close());

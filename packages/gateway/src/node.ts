@@ -154,13 +154,14 @@ export class Gateway {
     const { authenticator, metrics } = this;
     const { userPath } = config;
     const keys = new IdempotencyKeys(broker, metrics, config.emit.idempotencyWindowSeconds);
-    const systemApiOptions = { userPath, authenticator, catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged, keys };
+    const emits = new Emits({ catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged, keys });
+    const systemApiOptions = { userPath, authenticator, metrics, emits };
     if (config.server.emitFastPath) {
       const { bodyLimit } = this.#http.backEnd.initialConfig;
       const route = emitFastRoute(systemApiOptions, this.log);
       this.#fastPath = new EmitFastPath({ path: emitPath(userPath), route, bodyLimit: bodyLimit!, metrics });
     }
-    this.#ingest = this.#ingestFor(new Emits(systemApiOptions), broker.nodeId);
+    this.#ingest = this.#ingestFor(emits, broker.nodeId);
     const limiters = rateLimiters(config.rateLimit, this.metrics);
     const limits = config.tables;
     this.#http.mount({

@@ -3,10 +3,12 @@
  * a dist/ that is the package itself, with @herald/protocol bundled in (it is not published): ESM and CommonJS
  * bundles, type declarations with the protocol's beside its own, and a manifest pointing at them.
  */
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { build, type BuildOptions } from 'esbuild';
 
 export const BUNDLE: BuildOptions = { bundle: true, target: 'es2022', logLevel: 'warning', legalComments: 'none' };
@@ -68,4 +70,19 @@ export function manifest(root: string, dist: string, folder: string, more: Recor
   writeFileSync(join(dist, 'package.json'), `${JSON.stringify(written, null, 2)}\n`);
   copyFileSync(join(root, 'README.md'), join(dist, 'README.md'));
   copyFileSync(join(root, '../../LICENSE'), join(dist, 'LICENSE'));
+}
+
+/**
+ * The package built in `dist`, as a stranger gets it: packed with `npm pack`, installed from the tarball into a new
+ * project (ESM) with `npm install --offline` (it has no dependencies). Answers the project's folder.
+ */
+export async function installedFromTarball(dist: string): Promise<string> {
+  const run = promisify(execFile);
+  const packs = mkdtempSync(join(tmpdir(), 'herald-pack-'));
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packs], { cwd: dist });
+  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
+  const project = mkdtempSync(join(tmpdir(), 'herald-consumer-'));
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(packs, filename)], { cwd: project });
+  return project;
 }

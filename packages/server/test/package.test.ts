@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { DEFAULT_CONFIG_FILE, Gateway, loadConfigFile } from '@herald/gateway';
+import { installedFromTarball } from '../../protocol/scripts/package.ts';
 import { buildServer } from '../scripts/build.ts';
 
 const run = promisify(execFile);
@@ -21,12 +22,7 @@ let url: string;
 
 before(async () => {
   const dist = await buildServer(mkdtempSync(join(tmpdir(), 'herald-server-build-')));
-  const packs = mkdtempSync(join(tmpdir(), 'herald-server-pack-'));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packs], { cwd: dist });
-  const [{ filename }] = JSON.parse(stdout) as [{ filename: string }];
-  project = mkdtempSync(join(tmpdir(), 'herald-server-consumer-'));
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(packs, filename)], { cwd: project });
+  project = await installedFromTarball(dist);
   gateway = await Gateway.create(loadConfigFile(DEFAULT_CONFIG_FILE, { port: 0, host: '127.0.0.1' }));
   url = `http://127.0.0.1:${await gateway.listen()}`;
 });

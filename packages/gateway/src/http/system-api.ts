@@ -4,15 +4,19 @@ import { API_TOKEN_HEADER, emitPath, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED
 import type { ApiUser, Authenticator, TokenRequest } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import { emitBatchRoute } from './emit-batch.ts';
-import { Emits, type EmitBody, type EmitOptions } from '../emit/emitter.ts';
+import type { EmitBody, Emits } from '../emit/emitter.ts';
+import type { Metrics } from '../metrics.ts';
 import { ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { tokenHeader } from './headers.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
 
-export interface SystemApiOptions extends EmitOptions {
+export interface SystemApiOptions {
   userPath: string;
   authenticator: Authenticator;
+  metrics: Metrics;
+  /** The node's one emit: the route, its fast path and the batch take theirs through it. */
+  emits: Emits;
 }
 
 const credentials = {
@@ -113,7 +117,7 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions, maxBa
     done();
   };
 
-  const { emit } = new Emits(options);
+  const { emit } = options.emits;
   emitBatchRoute(app, { userPath: options.userPath, metrics: options.metrics, authenticate, emit, maxBatchEvents });
   app.post<{ Body: EmitBody }>(
     emitPath(options.userPath),
@@ -133,7 +137,7 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions, maxBa
  * fastify answers it, coercing or refusing), and every answer the same as fastify's, errors included.
  */
 export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger): FastRoute {
-  const { emit } = new Emits(options);
+  const { emit } = options.emits;
   const { authenticator, metrics } = options;
   // herald_http_responses_total under the route's own pattern, as fastify's answers to the same path are counted.
   const counted = metrics.responses.forRoute(emitPath(options.userPath));

@@ -13,9 +13,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { HeraldServer, HeraldServerError, xadd } from '../../../server/src/index.ts';
-import { apiToken, personToken } from '../support/gateway.ts';
+import { apiToken } from '../support/gateway.ts';
 import { nodeMetric, PEOPLE, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
-import { Listener } from '../support/owed.ts';
+import { connectListeners, type Listener } from '../support/owed.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 
@@ -38,11 +38,7 @@ before(async () => {
   });
   backEndPath = await startTcpProxy(Number(new URL(fleet.http).port));
   const api = await apiToken(fleet);
-  listeners = Array.from({ length: CLIENTS }, (_, i) => new Listener(i % PEOPLE.length, { url: fleet.ws }));
-  await Promise.all(listeners.map(async (listener, i) => {
-    const [u, p] = PEOPLE[i % PEOPLE.length]!;
-    await listener.connect({ apiToken: api, personToken: await personToken(fleet, u, p) });
-  }));
+  listeners = await connectListeners(fleet, api, CLIENTS);
 });
 after(async () => {
   await Promise.all(listeners.map((listener) => listener.client?.close()));

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
-import { apiToken, personToken } from '../support/gateway.ts';
+import { apiToken } from '../support/gateway.ts';
 import { nodeMetric, PEOPLE, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
-import { Flow, Listener } from '../support/owed.ts';
+import { connectListeners, Flow, type Listener } from '../support/owed.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 
 /** Emits a second, over all nine people. */
@@ -33,11 +33,7 @@ before(async () => {
     raw.events['order-updates'].history = { size: 5000, ttlSeconds: 600, maxReplay: 5000 };
   });
   api = await apiToken(fleet);
-  listeners = PEOPLE.map((_, i) => new Listener(i, { url: fleet.ws, gate: () => gate?.promise }));
-  await Promise.all(listeners.map(async (listener, i) => {
-    const [u, p] = PEOPLE[i]!;
-    await listener.connect({ apiToken: api, personToken: await personToken(fleet, u, p) });
-  }));
+  listeners = await connectListeners(fleet, api, PEOPLE.length, { gate: () => gate?.promise });
 });
 after(async () => {
   gate?.resolve();

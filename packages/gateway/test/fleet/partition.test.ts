@@ -19,9 +19,9 @@ import { WebSocket } from 'ws';
 import { CloseCode } from '@herald/protocol';
 import { defaultLostAfterMs } from '../../src/config/schema.ts';
 import { control } from '../support/control.ts';
-import { apiToken, emit, personToken } from '../support/gateway.ts';
+import { apiToken, emit } from '../support/gateway.ts';
 import { nodeMetric, PEOPLE, startFleet, until, type Fleet, type FleetNode } from '../support/fleet.ts';
-import { Flow, Listener } from '../support/owed.ts';
+import { connectListeners, Flow, type Listener } from '../support/owed.ts';
 import { startRedis, type RedisServer } from '../support/redis.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 
@@ -53,11 +53,7 @@ before(async () => {
   });
   [through, , cutOff] = fleet.nodes as [FleetNode, FleetNode, FleetNode];
   api = await apiToken(fleet);
-  listeners = PEOPLE.map((_, i) => new Listener(i, { url: fleet.ws, broadcasts: 'announcements' }));
-  await Promise.all(listeners.map(async (listener, i) => {
-    const [u, p] = PEOPLE[i]!;
-    await listener.connect({ apiToken: api, personToken: await personToken(fleet, u, p) });
-  }));
+  listeners = await connectListeners(fleet, api, PEOPLE.length, { broadcasts: 'announcements' });
 });
 after(async () => {
   proxy?.heal();

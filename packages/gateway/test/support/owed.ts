@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HeraldClient, type Notification, type OnEventInput } from '../../../client/src/index.ts';
-import type { FleetNode } from './fleet.ts';
+import { PEOPLE, type Fleet, type FleetNode } from './fleet.ts';
+import { personToken } from './gateway.ts';
 import { emitRequest, RawHttp } from './raw-http.ts';
 
 export interface Received {
@@ -85,6 +86,19 @@ export class Listener {
       });
     }
   }
+}
+
+/**
+ * `count` listeners connected through the fleet's load balancer, listener i as person i mod 9 (so several share a person
+ * past nine), each with its person's token.
+ */
+export async function connectListeners(fleet: Fleet, apiToken: string, count: number, options: Omit<ListenerOptions, 'url'> = {}): Promise<Listener[]> {
+  const listeners = Array.from({ length: count }, (_, i) => new Listener(i % PEOPLE.length, { url: fleet.ws, ...options }));
+  await Promise.all(listeners.map(async (listener, i) => {
+    const [u, p] = PEOPLE[i % PEOPLE.length]!;
+    await listener.connect({ apiToken, personToken: await personToken(fleet, u, p) });
+  }));
+  return listeners;
 }
 
 export interface FlowOptions {

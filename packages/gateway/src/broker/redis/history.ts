@@ -25,7 +25,6 @@
  * entry appended by a node whose clock is ahead by x stays replayable x longer). Lua has no randomness of its own
  * either: the candidate epoch comes from the node too.
  */
-import { createHash } from 'node:crypto';
 import type { Position } from '@herald/protocol';
 import type { Result } from 'ioredis';
 import type { HistoryConfig } from '../../config/schema.ts';
@@ -33,7 +32,7 @@ import type { HistoryRange, HistoryRead, Once, Unrecovered } from '../broker.ts'
 import { newEpoch } from '../history.ts';
 import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
-import { runScript, type Reads } from './reads.ts';
+import { runScript, scriptSha, type Reads } from './reads.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -120,9 +119,8 @@ const appended = (reply: unknown, resent: boolean): Appended => {
 };
 
 /** The appends' SHA1s, as EVALSHA names them. */
-const sha1 = (lua: string): string => createHash('sha1').update(lua).digest('hex');
-const APPEND_SHA = sha1(SCRIPTS.heraldHistoryAppend);
-const APPEND_ONCE_SHA = sha1(SCRIPTS.heraldHistoryAppendOnce);
+const APPEND_SHA = scriptSha(SCRIPTS.heraldHistoryAppend);
+const APPEND_ONCE_SHA = scriptSha(SCRIPTS.heraldHistoryAppendOnce);
 
 export class RedisHistories {
   readonly #redis: Commands;

@@ -6,12 +6,11 @@
  * Every emit with a key makes a claim and a settle, so both go where the emit's reads go (reads.ts: their lean
  * connection, with one redis-server), scripts by their SHA1, the claims (and the dones) of one turn in one script.
  */
-import { createHash } from 'node:crypto';
 import type { Result } from 'ioredis';
 import type { Claimed, Once } from '../broker.ts';
 import type { Commands } from './clients.ts';
 import type { Keyspace } from './keys.ts';
-import { runScript, type Reads } from './reads.ts';
+import { runScript, scriptSha, type Reads } from './reads.ts';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -43,7 +42,7 @@ for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[2 * i - 1], 'PX', ARGV[2 * i
 return #KEYS`,
 };
 
-const SHA = Object.fromEntries(Object.entries(SCRIPTS).map(([name, lua]) => [name, createHash('sha1').update(lua).digest('hex')])) as Record<keyof typeof SCRIPTS, string>;
+const SHA = Object.fromEntries(Object.entries(SCRIPTS).map(([name, lua]) => [name, scriptSha(lua)])) as Record<keyof typeof SCRIPTS, string>;
 
 /** A key and its value with its time to live: what a claim and a done write. */
 interface Write {

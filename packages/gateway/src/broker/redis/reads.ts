@@ -9,6 +9,7 @@
  * (connecting, or Redis gone), reads go through ioredis, which fails them at once when Redis is unreachable: an emit
  * answers 503 as before.
  */
+import { createHash } from 'node:crypto';
 import { connect as connectTcp, isIP, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import type { Commands, Liveness } from './clients.ts';
@@ -40,6 +41,9 @@ export interface Reads {
   cut(why: string): void;
   close(): void;
 }
+
+/** A script's SHA1, as EVALSHA names it. */
+export const scriptSha = (lua: string): string => createHash('sha1').update(lua).digest('hex');
 
 /**
  * A script by its SHA1 through the emit's reads (their lean connection when it is up); one Redis no longer holds
