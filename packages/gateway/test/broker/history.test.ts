@@ -11,7 +11,7 @@ import { keyspace } from '../../src/broker/redis/keys.ts';
 import { routeOf } from '../../src/events/routing.ts';
 import { quietObserver as quiet } from '../support/brokers.ts';
 import { until } from '../support/fleet.ts';
-import { startRedis, type RedisServer } from '../support/redis.ts';
+import { commandCalls, sentSince, startRedis, type RedisServer } from '../support/redis.ts';
 
 const HISTORIES: Histories = new Map([['kept', { size: 10, ttlSeconds: 1, positionTtlSeconds: 60, maxReplay: 10 }]]);
 
@@ -40,25 +40,10 @@ async function node(deliveries: DeliveryHandler = () => {}, leaseMs = 1500): Pro
   return { broker, prefix };
 }
 
-/** Calls per command since the server started (INFO commandstats); EVAL counted as EVALSHA (a script's first run). */
-async function calls(): Promise<Map<string, number>> {
-  const counted = new Map<string, number>();
-  for (const [, command, count] of (await redis.cli('info', 'commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)) {
-    const name = command === 'eval' ? 'evalsha' : command!;
-    counted.set(name, (counted.get(name) ?? 0) + Number(count));
-  }
-  return counted;
-}
-
 async function sentBy(work: () => Promise<unknown>): Promise<Record<string, number>> {
-  const before = await calls();
+  const before = await commandCalls(redis);
   await work();
-  const sent: Record<string, number> = {};
-  for (const [command, count] of await calls()) {
-    const delta = count - (before.get(command) ?? 0);
-    if (delta > 0 && command !== 'info') sent[command] = delta;
-  }
-  return sent;
+  return Object.fromEntries(await sentSince(redis, before));
 }
 
 test('a lost position is a new epoch: after FLUSHALL, and when the position\'s key alone is gone (its old stream goes too)', async () => {

@@ -14,7 +14,7 @@ import { bucketOf, keyspace } from '../../src/broker/redis/keys.ts';
 import { ConfigError, GatewayError } from '../../src/errors.ts';
 import { routeOf } from '../../src/events/routing.ts';
 import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
-import { startRedis, startRedisCluster, type RedisServer } from '../support/redis.ts';
+import { commandCalls, sentSince, startRedis, startRedisCluster, type RedisServer } from '../support/redis.ts';
 
 /** An observer whose events can be awaited. */
 function watcher() {
@@ -52,23 +52,6 @@ const broker = (options: Options) => {
   brokers.push(made);
   return made;
 };
-
-/** Calls of each command since the server started (INFO commandstats). */
-async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
-  const stats = await redis.cli('info', 'commandstats');
-  return new Map([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, command, calls]) => [command as string, Number(calls)]));
-}
-
-/** Commands sent since `before`, by name (INFO itself left out); EVAL is the script's first run after a restart. */
-async function sentSince(redis: RedisServer, before: Map<string, number>): Promise<Map<string, number>> {
-  const sent = new Map<string, number>();
-  for (const [command, calls] of await commandCalls(redis)) {
-    const name = command === 'eval' ? 'evalsha' : command;
-    const delta = calls - (before.get(command) ?? 0);
-    if (delta > 0 && command !== 'info') sent.set(name, (sent.get(name) ?? 0) + delta);
-  }
-  return sent;
-}
 
 /** Resolves with the next delivery to a handler. */
 function inbox(): { handler: DeliveryHandler; next: () => Promise<Record<string, unknown>> } {

@@ -71,12 +71,14 @@ function writeConfig(dir: string, adjust: (raw: RawConfig) => void): string {
  * A node process; ready once it says it listens (its port may be shared with the node it succeeds, whose /readyz
  * would answer too).
  */
-async function startNode(id: string, config: string, redisUrl: string, port?: number): Promise<FleetNode> {
+/** A node process, handed to `spawned` as soon as it exists (so that a fleet stopped meanwhile still ends it). */
+async function startNode(id: string, config: string, redisUrl: string, spawned: (node: FleetNode) => void, port?: number): Promise<FleetNode> {
   port ??= await freePort();
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', HERALD_CONFIG: config, REDIS_URL: redisUrl, HERALD_NODE_ID: id, LOG_LEVEL: 'info' };
   const child = spawn(process.execPath, ['--no-node-snapshot', MAIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const node = { id, port, http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}`, child, exited, log: [] as Record<string, unknown>[] };
+  spawned(node);
   let out = '';
   const lines = createInterface({ input: child.stdout! });
   lines.on('line', (line) => {
@@ -116,27 +118,30 @@ export async function startFleet(n: number, redisUrl: string | ((index: number) 
   const urlOf = (index: number) => (typeof redisUrl === 'string' ? redisUrl : redisUrl(index));
   const dir = mkdtempSync(join(tmpdir(), 'herald-fleet-'));
   const config = writeConfig(dir, adjust);
-  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, urlOf(i))));
+  // Every node process ever started, a restart's included; once stopped, one that starts late is ended at once.
+  const started: FleetNode[] = [];
+  let stopped = false;
+  const kill = (node: FleetNode) => node.child.exitCode === null && node.child.signalCode === null && node.child.kill('SIGKILL');
+  const spawned = (node: FleetNode) => (stopped ? kill(node) : started.push(node));
+  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`node-${i + 1}`, config, urlOf(i), spawned)));
   const haproxy = await startHaproxy(dir, nodes);
-  const gone: FleetNode[] = [];
   return {
     nodes,
     http: `http://127.0.0.1:${haproxy.port}`,
     ws: `ws://127.0.0.1:${haproxy.port}`,
     async restart(at, { successorFirst = false } = {}) {
       const old = nodes[at]!;
-      gone.push(old);
       if (!successorFirst) await old.exited;
       // Beside the old one, a node of its own: two live nodes may not share an id (each would take the other's messages).
-      const successor = await startNode(successorFirst ? `${old.id}-next` : old.id, config, urlOf(at), old.port);
+      const successor = await startNode(successorFirst ? `${old.id}-next` : old.id, config, urlOf(at), spawned, old.port);
       nodes[at] = successor;
       return successor;
     },
     async stop() {
-      nodes.push(...gone.splice(0));
+      stopped = true;
       haproxy.child.kill('SIGKILL');
-      for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
-      await Promise.all([once(haproxy.child, 'exit'), ...nodes.map((node) => node.exited)]);
+      started.forEach(kill);
+      await Promise.all([once(haproxy.child, 'exit'), ...started.map((node) => node.exited)]);
     },
   };
 }

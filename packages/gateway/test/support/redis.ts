@@ -65,6 +65,26 @@ export async function startRedis(extra: string[] = [], port?: number): Promise<R
   };
 }
 
+/** Calls of each command since the server started (INFO commandstats). */
+export async function commandCalls(redis: RedisServer): Promise<Map<string, number>> {
+  const stats = await redis.cli('info', 'commandstats');
+  return new Map([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, command, calls]) => [command as string, Number(calls)]));
+}
+
+/**
+ * Commands sent since `before`, by name; EVAL counted as EVALSHA (a script's first run after a restart). Left out:
+ * INFO (the counting itself) and PING (the liveness probe's, on its own clock whatever the node is doing).
+ */
+export async function sentSince(redis: RedisServer, before: Map<string, number>): Promise<Map<string, number>> {
+  const sent = new Map<string, number>();
+  for (const [command, calls] of await commandCalls(redis)) {
+    const name = command === 'eval' ? 'evalsha' : command;
+    const delta = calls - (before.get(command) ?? 0);
+    if (delta > 0 && command !== 'info' && command !== 'ping') sent.set(name, (sent.get(name) ?? 0) + delta);
+  }
+  return sent;
+}
+
 /** A free port whose cluster bus port (port + 10000) is free too, below the ephemeral range. */
 async function freeClusterPort(): Promise<number> {
   for (;;) {
