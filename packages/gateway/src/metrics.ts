@@ -140,6 +140,11 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
       help: 'Emits that could not be published (the broker was unreachable): answered 503',
       registers,
     }),
+    emitsPending: new Counter({
+      name: 'herald_emits_pending_total',
+      help: 'Emits published to some of the nodes holding their routes but not all, or only appended to a history (a shard of the Redis Cluster failing over): answered 202',
+      registers,
+    }),
     publishes: new Counter({
       name: 'herald_broker_publishes_total',
       help: 'Node deliveries published by this node: one per node holding a matching route, per emit',
@@ -319,7 +324,7 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
     }),
     historyAppendFailures: new Counter({
       name: 'herald_history_append_failures_total',
-      help: 'Emits of events with history whose appends or publishes failed (answered 503)',
+      help: 'Emits of events with history whose appends or publishes failed (answered 503; 202 when appended)',
       registers,
     }),
     historyRecoveries: new Counter({

@@ -29,10 +29,15 @@ export interface HeraldServerOptions {
   random?: () => number;
 }
 
-/** An emit as the fleet took it: the nodes it was published to; `replayed`: a try before this one had published it. */
+/**
+ * An emit as the fleet took it: the nodes it was published to; `pending`: not to every node holding its routes (202:
+ * accepted, not to be sent again; an event with history reaches them from it); `replayed`: a try before this one had
+ * published it.
+ */
 export interface EmitResult {
   name: string;
   nodes: number;
+  pending: boolean;
   replayed: boolean;
 }
 
@@ -52,10 +57,19 @@ export type Target = { person: { generator: string; id: string } } | { apiUser: 
 interface ItemAnswer {
   success: boolean;
   statusCode: number;
-  data?: { name: string; nodes: number };
+  data?: EmittedData;
   errors?: WireError[];
   replayed?: true;
 }
+
+/** An emit's data as the gateway answers it (200, or 202 with `pending`). */
+interface EmittedData {
+  name: string;
+  nodes: number;
+  pending?: true;
+}
+
+const resultOf = ({ nodes, pending }: EmittedData): { nodes: number; pending: boolean } => ({ nodes, pending: pending === true });
 
 export class HeraldServer {
   readonly #base: string;
@@ -80,8 +94,7 @@ export class HeraldServer {
   /** Publish one emit, once, however many tries it takes. Throws HeraldServerError when refused for good or out of tries. */
   async emit(name: string, eventData: Record<string, unknown>, { idempotencyKey = randomUUID() }: { idempotencyKey?: string } = {}): Promise<EmitResult> {
     const answer = await this.#call('POST', emitPath(this.#userPath), { name, eventData }, { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey });
-    const { nodes } = answer.body.data as { nodes: number };
-    return { name, nodes, replayed: answer.headers.get(IDEMPOTENT_REPLAYED_HEADER) === 'true' };
+    return { name, ...resultOf(answer.body.data as EmittedData), replayed: answer.headers.get(IDEMPOTENT_REPLAYED_HEADER) === 'true' };
   }
 
   /**
@@ -98,7 +111,7 @@ export class HeraldServer {
       const again: number[] = [];
       for (const [j, item] of items.entries()) {
         const i = todo[j]!;
-        if (item.success) results[i] = { ok: true, name: keyed[i]!.name, nodes: item.data!.nodes, replayed: item.replayed === true };
+        if (item.success) results[i] = { ok: true, name: keyed[i]!.name, ...resultOf(item.data!), replayed: item.replayed === true };
         else if (retryable(item.statusCode) && attempt < this.#calls.retry.attempts) again.push(i);
         else results[i] = { ok: false, status: item.statusCode, errors: item.errors ?? [] };
       }

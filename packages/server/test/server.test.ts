@@ -53,7 +53,7 @@ describe('emit', () => {
     });
     const herald = new HeraldServer({ url: node.http, userPath: 'bench', credentials, fetch, retry: { minDelayMs: 1, maxDelayMs: 5 } });
     const result = await herald.emit('announcements', { n: 'lost-answer' });
-    assert.deepEqual(result, { name: 'announcements', nodes: 1, replayed: true });
+    assert.deepEqual(result, { name: 'announcements', nodes: 1, pending: false, replayed: true });
     await herald.emit('announcements', { n: 'next' });
     assert.deepEqual(await announced(2), [{ n: 'lost-answer' }, { n: 'next' }], 'delivered once, then the next one');
   });
@@ -67,11 +67,21 @@ describe('emit', () => {
       return real();
     });
     const herald = new HeraldServer({ url: node.http, userPath: 'bench', credentials, fetch });
-    assert.deepEqual(await herald.emit('announcements', { n: 'after-503' }), { name: 'announcements', nodes: 1, replayed: false });
+    assert.deepEqual(await herald.emit('announcements', { n: 'after-503' }), { name: 'announcements', nodes: 1, pending: false, replayed: false });
     assert.deepEqual(await announced(1), [{ n: 'after-503' }]);
     const before = calls.length;
     await assert.rejects(herald.emit('no-such-event', {}), (error: unknown) => error instanceof HeraldServerError && error.status === 404 && error.code === 'UNKNOWN_EVENT');
     assert.equal(calls.length, before + 1, 'one try');
+  });
+
+  test('a 202 (taken part of the way) is a result, pending, and not tried again', async () => {
+    const { fetch, calls } = fetchWith(async (_call, url, real) => {
+      if (!url.endsWith('/emit-event-ws')) return real();
+      return new Response(JSON.stringify({ success: true, statusCode: 202, data: { name: 'announcements', nodes: 2, pending: true } }), { status: 202 });
+    });
+    const herald = new HeraldServer({ url: node.http, userPath: 'bench', credentials, fetch });
+    assert.deepEqual(await herald.emit('announcements', { n: 'pending' }), { name: 'announcements', nodes: 2, pending: true, replayed: false });
+    assert.equal(calls.filter((each) => each.endsWith('/emit-event-ws')).length, 1);
   });
 
   test('out of tries: the last failure is thrown, with status 0 when nothing answered', async () => {

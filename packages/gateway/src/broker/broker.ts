@@ -16,6 +16,23 @@ import type { Route } from '../events/routing.ts';
  */
 export type DeliveryHandler = (event: string, eventData: Record<string, unknown>, positions?: ReadonlyMap<string, Position>, json?: string) => void;
 
+/**
+ * How Broker.publish rejects an emit it carried part of the way: it reached `nodes` nodes (this one counts), but not
+ * every node holding its routes, or it is in a route's history and was sent on to nobody. Not a refusal: a retry would
+ * deliver it twice to the nodes it reached, and appends nothing again where it is appended. For an event with history
+ * the nodes it missed have it from the history (a gap fill when their route's next emit comes, or a client's resume);
+ * without history, their clients miss it. Answered 202 (docs/protocol.md 5).
+ */
+export class DeliveryPending extends Error {
+  readonly nodes: number;
+
+  constructor(nodes: number, cause: unknown) {
+    super(`published to ${nodes} node(s), not to every one holding its routes: ${(cause as Error).message}`, { cause });
+    this.name = 'DeliveryPending';
+    this.nodes = nodes;
+  }
+}
+
 /** The events that keep a history, by name (config events.<name>.history). */
 export type Histories = ReadonlyMap<string, HistoryConfig>;
 
@@ -90,11 +107,11 @@ export interface Broker {
   removeRoute(route: Route): Promise<void>;
   /**
    * Carry an emit to every node holding a route it matches; answers how many nodes it was published to.
-   * The handler may run before or after the promise settles. Rejects with GatewayError UNAVAILABLE when
-   * the fleet cannot be reached. `once`: the emit's idempotency key. An event with history then appends to each route
-   * at most once per key within its window, in the same atomic step as the append: an emit published again under the
-   * same key (its first publisher died before settling it) carries its first positions, which receivers drop if they
-   * had them.
+   * The handler may run before or after the promise settles. Rejects with GatewayError UNAVAILABLE when the fleet
+   * cannot be reached and nothing was published, with DeliveryPending when part of it was. `once`: the emit's
+   * idempotency key. An event with history then appends to each route at most once per key within its window, in the
+   * same atomic step as the append: an emit published again under the same key (its first publisher died before
+   * settling it) carries its first positions, which receivers drop if they had them.
    */
   publish(event: string, eventData: Record<string, unknown>, once?: Once): Promise<number>;
   /**

@@ -4,13 +4,13 @@
  */
 import { MAX_JSON_DEPTH, nestedDeeperThan } from '@herald/protocol';
 import type { ApiUser } from '../auth/authenticator.ts';
-import type { Broker, Once } from '../broker/broker.ts';
+import { DeliveryPending, type Broker, type Once } from '../broker/broker.ts';
 import type { EmitConfig } from '../config/schema.ts';
 import type { DeliveryBacklog } from '../hub/backlog.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
-import { IdempotencyKeys, isReplayed, type ClaimedKey, type Replayed } from './idempotency.ts';
+import { IdempotencyKeys, isReplayed, type ClaimedKey, type Published, type Replayed } from './idempotency.ts';
 
 /** What an emit is checked against and published through: the node's, shared by every way an emit comes. */
 export interface EmitOptions {
@@ -25,12 +25,11 @@ export interface EmitOptions {
 }
 
 /**
- * An emit's answer: its name and the nodes it was published to; `replayed`: a repeat of an emit already published under
- * its Idempotency-Key (nothing published now; `nodes` is the first's).
+ * An emit's answer: its name and how it was published; `replayed`: a repeat of an emit already published under its
+ * Idempotency-Key (nothing published now; the rest is the first's).
  */
-export interface EmitAnswer {
+export interface EmitAnswer extends Published {
   name: string;
-  nodes: number;
   replayed: boolean;
 }
 
@@ -79,45 +78,49 @@ export class Emits {
 
   /**
    * Publish a checked emit within the node's backlog bound, and settle its claim (freed if it was not published):
-   * answers the nodes it reached. Its first Redis commands are sent before this returns, so emits published one after
+   * answers how it was published. Its first Redis commands are sent before this returns, so emits published one after
    * another in a turn of the event loop are appended in that order.
    */
-  async publish({ name, eventData }: EmitBody, claim: ClaimedKey | undefined): Promise<number> {
+  async publish({ name, eventData }: EmitBody, claim: ClaimedKey | undefined): Promise<Published> {
     const { backlog, metrics, broker } = this.#options;
-    let nodes: number;
+    let done: Published;
     try {
       if (!this.#waits && backlog.over) {
         metrics.emitsRefused.inc({ reason: 'backlog' });
         throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
       }
       metrics.emits.inc({ event: name });
-      nodes = await published(broker, metrics, name, eventData, claim?.once);
+      done = await published(broker, metrics, name, eventData, claim?.once);
     } catch (error) {
       await claim?.settle(undefined);
       throw error;
     }
-    metrics.publishes.inc(nodes);
+    metrics.publishes.inc(done.nodes);
     // Not waited for: the answer need not wait a round trip more. A repeat on this node is claimed after it (the
     // same connection to Redis, in order); one elsewhere that comes first is told 409, and its retry gets the answer.
-    if (claim !== undefined) void claim.settle(nodes);
-    return nodes;
+    if (claim !== undefined) void claim.settle(done);
+    return done;
   }
 
   readonly emit: Emitter = async (apiUser, body, idempotencyKey) => {
     const key = this.check(apiUser, body, idempotencyKey);
     const claim = key === undefined ? undefined : await this.claim(apiUser, key, body);
-    if (claim !== undefined && isReplayed(claim)) return { name: body.name, nodes: claim.nodes, replayed: true };
-    const nodes = await this.publish(body, claim);
+    if (claim !== undefined && isReplayed(claim)) return { name: body.name, ...claim, replayed: true };
+    const done = await this.publish(body, claim);
     // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
     if (this.#waits) await this.#options.backlog.settled();
-    return { name: body.name, nodes, replayed: false };
+    return { name: body.name, ...done, replayed: false };
   };
 }
 
-async function published(broker: Broker, metrics: Metrics, name: string, eventData: Record<string, unknown>, once: Once | undefined): Promise<number> {
+async function published(broker: Broker, metrics: Metrics, name: string, eventData: Record<string, unknown>, once: Once | undefined): Promise<Published> {
   try {
-    return await broker.publish(name, eventData, once);
+    return { nodes: await broker.publish(name, eventData, once), pending: false };
   } catch (error) {
+    if (error instanceof DeliveryPending) {
+      metrics.emitsPending.inc();
+      return { nodes: error.nodes, pending: true };
+    }
     metrics.emitsFailed.inc();
     throw error;
   }

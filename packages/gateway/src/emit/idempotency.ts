@@ -23,16 +23,27 @@ const PENDING_MS = 10_000;
 /** A repeat that finds its key in use is told to come back after this. */
 const IN_USE_RETRY_AFTER_S = 1;
 
-/** What a repeat is answered with: the first emit's answer (the nodes it was published to; its name is the repeat's). */
-export interface Replayed {
+/**
+ * A published emit: the nodes it reached; `pending`: not every node holding its routes (the broker's DeliveryPending:
+ * accepted, answered 202, never to be retried).
+ */
+export interface Published {
   nodes: number;
+  pending: boolean;
 }
 
-/** A claimed key: settle it once the emit is published (with the nodes it reached) or refused (without). */
+/** What a repeat is answered with: the first emit's answer (how it was published; its name is the repeat's). */
+export type Replayed = Published;
+
+/** A claimed key: settle it once the emit is published (with how) or refused (without). */
 export interface ClaimedKey {
-  settle(nodes: number | undefined): Promise<void>;
+  settle(published: Published | undefined): Promise<void>;
   readonly once: Once;
 }
+
+/** The answer a key keeps: the nodes reached, and "+" when delivery was pending (202). */
+const answerOf = ({ nodes, pending }: Published): string => `${nodes}${pending ? '+' : ''}`;
+const publishedOf = (answer: string): Published => ({ nodes: Number.parseInt(answer, 10), pending: answer.endsWith('+') });
 
 /** 22 characters of base64url SHA-256: 132 bits, no brace, fixed length whatever the input (one call, no Hash object). */
 const digestOf = (text: string): string => hash('sha256', text, 'base64url').slice(0, 22);
@@ -79,17 +90,17 @@ export class IdempotencyKeys {
       throw new GatewayError('IDEMPOTENCY_KEY_IN_USE', `an emit with the ${IDEMPOTENCY_KEY_HEADER} ${JSON.stringify(key)} is being published`, IN_USE_RETRY_AFTER_S);
     }
     this.#counted.replayed.inc();
-    return { nodes: Number(claimed.answer) };
+    return publishedOf(claimed.answer);
   }
 
   #claimed(once: Once, digest: string): ClaimedKey {
     return {
       once,
-      settle: async (nodes) => {
-        this.#counted[nodes === undefined ? 'freed' : 'published'].inc();
+      settle: async (published) => {
+        this.#counted[published === undefined ? 'freed' : 'published'].inc();
         // A settle that fails leaves the claim to run out (PENDING_MS): the emit's answer stands either way. Only what
         // varies is kept (the body's digest says the rest): a key costs Redis less.
-        await this.#broker.settle(once, digest, nodes === undefined ? undefined : String(nodes)).catch(() => {
+        await this.#broker.settle(once, digest, published === undefined ? undefined : answerOf(published)).catch(() => {
           this.#counted.unsettled.inc();
         });
       },
@@ -97,4 +108,4 @@ export class IdempotencyKeys {
   }
 }
 
-export const isReplayed = (claim: ClaimedKey | Replayed): claim is Replayed => 'nodes' in claim;
+export const isReplayed = (claim: ClaimedKey | Replayed): claim is Replayed => 'pending' in claim;

@@ -11,7 +11,7 @@ import type { ApiUser } from '../auth/authenticator.ts';
 import { GatewayError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import type { EmitBody, Emitter } from '../emit/emitter.ts';
-import { ok, refusalOf } from './envelope.ts';
+import { emitted, ok, refusalOf } from './envelope.ts';
 
 export interface EmitBatchOptions {
   userPath: string;
@@ -43,9 +43,9 @@ export function emitBatchRoute(app: FastifyInstance, { userPath, metrics, authen
     const results = await Promise.all(events.map(async (item, index): Promise<ItemAnswer> => {
       try {
         const { body, idempotencyKey } = emitOf(item, index);
-        const { name, nodes, replayed } = await emit(apiUser, body, idempotencyKey);
-        const envelope = ok({ name, nodes });
-        return replayed ? { ...envelope, replayed: true } : envelope;
+        const answer = await emit(apiUser, body, idempotencyKey);
+        const envelope = emitted(answer);
+        return answer.replayed ? { ...envelope, replayed: true } : envelope;
       } catch (error) {
         const refusal = refusalOf(error as FastifyError, metrics, request.log);
         if (refusal.retryAfterS !== undefined) retryAfterS = Math.max(retryAfterS ?? 0, refusal.retryAfterS);

@@ -8,6 +8,18 @@ export function ok<T>(data: T): Envelope<T> {
   return { success: true, statusCode: 200, data };
 }
 
+/** What an emit answers: `nodes` it was published to, and `pending` (202) when not to every node holding its routes. */
+export interface EmittedData {
+  name: string;
+  nodes: number;
+  pending?: true;
+}
+
+/** An emit's answer: 200, or 202 when it was accepted but its delivery is pending (the broker's DeliveryPending). */
+export function emitted({ name, nodes, pending }: { name: string; nodes: number; pending: boolean }): Envelope<EmittedData> {
+  return pending ? { success: true, statusCode: 202, data: { name, nodes, pending: true } } : ok({ name, nodes });
+}
+
 /** The text of `ok(data)` for data already written as JSON: a page of rows is measured as it is written. */
 export function okOfJson(dataJson: string): string {
   return `{"success":true,"statusCode":200,"data":${dataJson}}`;

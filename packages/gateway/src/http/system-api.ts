@@ -6,7 +6,7 @@ import { GatewayError } from '../errors.ts';
 import { emitBatchRoute } from './emit-batch.ts';
 import type { EmitBody, Emits } from '../emit/emitter.ts';
 import type { Metrics } from '../metrics.ts';
-import { ok, refusalOf } from './envelope.ts';
+import { emitted, ok, refusalOf } from './envelope.ts';
 import type { FastAnswer, FastRoute } from './fast-path.ts';
 import { tokenHeader } from './headers.ts';
 import { clientOf, limitBy, type RateLimiter } from './rate-limit.ts';
@@ -124,9 +124,10 @@ export function emitRoute(app: FastifyInstance, options: SystemApiOptions, maxBa
     { schema: { body: emitBody }, onRequest: authenticate },
     async (request, reply) => {
       const key = request.headers[IDEMPOTENCY_KEY_HEADER];
-      const { name, nodes, replayed } = await emit(request.apiUser as ApiUser, request.body, typeof key === 'string' ? key : undefined);
-      if (replayed) void reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
-      return ok({ name, nodes });
+      const answer = await emit(request.apiUser as ApiUser, request.body, typeof key === 'string' ? key : undefined);
+      if (answer.replayed) void reply.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
+      const envelope = emitted(answer);
+      return reply.code(envelope.statusCode).send(envelope);
     },
   );
 }
@@ -155,9 +156,10 @@ export function emitFastRoute(options: SystemApiOptions, log: FastifyBaseLogger)
     }
     return ({ name, eventData }) => {
       if (typeof name !== 'string' || name.length === 0 || !isRecord(eventData)) return undefined;
-      return emit(apiUser, { name, eventData }, idempotencyKey).then(({ name, nodes, replayed }): FastAnswer => {
-        counted(200);
-        return { statusCode: 200, body: JSON.stringify(ok({ name, nodes })), replayed };
+      return emit(apiUser, { name, eventData }, idempotencyKey).then((answer): FastAnswer => {
+        const envelope = emitted(answer);
+        counted(envelope.statusCode);
+        return { statusCode: envelope.statusCode, body: JSON.stringify(envelope), replayed: answer.replayed };
       }, refused);
     };
   };

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { API_TOKEN_HEADER, MAX_JSON_DEPTH, NEXT_SKIP_HEADER, PERSON_TOKEN_HEADER, TABLE_SAVE_SEGMENT, isRecord, nestedDeeperThan, tablePath } from '@herald/protocol';
 import type { ApiUser, Authenticator } from '../auth/authenticator.ts';
-import type { Broker } from '../broker/broker.ts';
+import { DeliveryPending, type Broker } from '../broker/broker.ts';
 import type { Config } from '../config/schema.ts';
 import type { DataSource, Filter, Row } from '../data/data-source.ts';
 import { GatewayError } from '../errors.ts';
@@ -156,8 +156,9 @@ export function tableRoutes(app: FastifyInstance, options: TablesOptions): void 
     const event = tableEvent(ref.instance, ref.database, ref.collection);
     // The rows are saved whatever happens next; a fleet that cannot be reached loses their notifications, counted.
     const published = await Promise.allSettled(shown.map((row) => broker.publish(event, row)));
-    const failed = published.filter((outcome) => outcome.status === 'rejected').length;
-    if (failed > 0) metrics.emitsFailed.inc(failed);
+    for (const outcome of published) {
+      if (outcome.status === 'rejected') (outcome.reason instanceof DeliveryPending ? metrics.emitsPending : metrics.emitsFailed).inc();
+    }
     return ok(shown);
   });
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import type { Broker } from '../../src/broker/broker.ts';
+import { DeliveryPending, type Broker } from '../../src/broker/broker.ts';
 import { MemoryBus } from '../../src/broker/memory.ts';
 import { GatewayError } from '../../src/errors.ts';
 import { passThrough } from '../support/brokers.ts';
@@ -23,13 +23,18 @@ async function handOvers(node: TestNode): Promise<Record<string, number>> {
 }
 
 /** A memory broker whose publish can be made to fail as the Redis broker's does when Redis is gone. */
-function failingBroker(nodeId: string): Broker & { down: boolean } {
+/** Publishes as the fleet does when it is up, cannot be reached, or takes an emit only part of the way (202). */
+type Fleet = 'up' | 'down' | 'partly';
+
+function failingBroker(nodeId: string): Broker & { fleet: Fleet } {
   const inner = new MemoryBus().broker(nodeId);
   return {
     ...passThrough(inner),
-    down: false,
+    fleet: 'up',
     publish(event, eventData, once) {
-      return this.down ? Promise.reject(new GatewayError('UNAVAILABLE', "the fleet's Redis is unreachable")) : inner.publish(event, eventData, once);
+      if (this.fleet === 'down') return Promise.reject(new GatewayError('UNAVAILABLE', "the fleet's Redis is unreachable"));
+      if (this.fleet === 'partly') return Promise.reject(new DeliveryPending(1, new Error('a shard is failing over')));
+      return inner.publish(event, eventData, once);
     },
   };
 }
@@ -110,7 +115,7 @@ after(async () => {
 });
 
 describe('the emit fast path', () => {
-  test('answers as fastify does, errors and Retry-After included, and hands nothing over', async () => {
+  test('answers as fastify does, errors, Retry-After and 202 included, and hands nothing over', async () => {
     const viewer = await apiToken(fast, 'viewer', 'viewer-password');
     const calls = [
       emitRequest(token, emitBody('order-updates')),
@@ -122,8 +127,9 @@ describe('the emit fast path', () => {
     ];
     const before = await handOvers(fast);
     const unavailable: RawResponse[] = [];
-    for (const down of [false, true]) {
-      for (const broker of brokers) broker.down = down;
+    const pending: RawResponse[] = [];
+    for (const fleet of ['up', 'down', 'partly'] as const) {
+      for (const broker of brokers) broker.fleet = fleet;
       for (const call of calls) {
         const answers = await Promise.all([fast, plain].map(async (node) => {
           const client = new RawHttp(portOf(node));
@@ -134,13 +140,17 @@ describe('the emit fast path', () => {
         }));
         assert.deepEqual(answers[0], answers[1], call);
         if (answers[0]!.status === 503) unavailable.push(answers[0]!);
+        if (answers[0]!.status === 202) pending.push(answers[0]!);
       }
     }
-    for (const broker of brokers) broker.down = false;
+    for (const broker of brokers) broker.fleet = 'up';
     assert.deepEqual(await handOvers(fast), before);
     // The valid calls, with Redis gone: both the plain one and the one with more headers.
     assert.equal(unavailable.length, 2);
     for (const answer of unavailable) assert.ok(answer.headers.includes('retry-after: 1'), answer.headers.join(' | '));
+    // Taken part of the way: accepted, not to be retried.
+    assert.equal(pending.length, 2);
+    for (const answer of pending) assert.deepEqual(JSON.parse(answer.body), { success: true, statusCode: 202, data: { name: 'order-updates', nodes: 1, pending: true } });
   });
 
   test('a WebSocket client\'s socket keeps no timer of it for the life of the connection', async () => {

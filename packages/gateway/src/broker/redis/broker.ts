@@ -9,7 +9,7 @@ import { isRecord } from '@herald/protocol';
 import { defaultLostAfterMs, type HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
-import type { Broker, BrokerObserver, CanaryHandler, Claimed, ControlHandler, DeliveryHandler, Histories, HistoryRange, HistoryRead, Once, Revocation } from '../broker.ts';
+import { DeliveryPending, type Broker, type BrokerObserver, type CanaryHandler, type Claimed, type ControlHandler, type DeliveryHandler, type Histories, type HistoryRange, type HistoryRead, type Once, type Revocation } from '../broker.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
@@ -19,6 +19,7 @@ import { keyspace, type Keyspace } from './keys.ts';
 import { Lease } from './lease.ts';
 import { RedisOnce } from './once.ts';
 import { RouteRegistry } from './routes.ts';
+import { sentTo } from './sends.ts';
 import { putStatus, statusOf } from './status.ts';
 import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
 import { WriteQueue, type Write } from './write-queue.ts';
@@ -214,10 +215,9 @@ export class RedisBroker implements Broker {
         if (nodeId === this.nodeId) this.#onDelivery(event, eventData);
         else sends.push(redis.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${event}\n${JSON.stringify(eventData)}`))));
       }
-      if (sends.length > 0) await Promise.all(sends);
-      return nodes.size;
+      return sends.length === 0 ? nodes.size : await sentTo(nodes.size, sends, false);
     } catch (error) {
-      throw unreachable(error);
+      throw error instanceof DeliveryPending ? error : unreachable(error);
     }
   }
 
@@ -232,7 +232,7 @@ export class RedisBroker implements Broker {
   #publishHistory(event: string, eventData: Record<string, unknown>, history: HistoryConfig, once: Once | undefined): Promise<number> {
     return this.#historyEmits.publish(event, eventData, history, once).catch((error: Error) => {
       this.#observer.historyAppendFailed(error);
-      throw new GatewayError('UNAVAILABLE', `the fleet's Redis is unreachable: ${error.message}`);
+      throw error instanceof DeliveryPending ? error : unreachable(error);
     });
   }
 

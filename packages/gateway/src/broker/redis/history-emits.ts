@@ -22,11 +22,12 @@
 import type { Position } from '@herald/protocol';
 import type { HistoryConfig } from '../../config/schema.ts';
 import { routeKeyOf, valuesKeyIn } from '../../events/routing.ts';
-import type { BrokerObserver, DeliveryHandler, Once } from '../broker.ts';
+import { DeliveryPending, type BrokerObserver, type DeliveryHandler, type Once } from '../broker.ts';
 import type { Connection } from './connection.ts';
 import type { Appended, RedisHistories } from './history.ts';
 import type { Keyspace } from './keys.ts';
 import type { RouteRegistry } from './routes.ts';
+import { sentTo } from './sends.ts';
 import { NO_SHAPES, sameShapes, shapeOf, type Shape } from './shapes.ts';
 
 /** The first byte of a message carrying positions. */
@@ -72,16 +73,26 @@ export class HistoryEmits {
     const json = JSON.stringify(eventData);
     const append = (shape: Shape) => this.#append(event, shape, eventData, json, history, once);
     const guessed = this.#seen.get(event) ?? NO_SHAPES;
-    const [shapeKeys, ...guessedRoutes] = await Promise.all([this.#readSticky(event), ...guessed.map(append)]);
-    const same = sameShapes(guessed, shapeKeys);
-    const shapes = same ? guessed : shapeKeys.map(shapeOf);
-    this.#seen.set(event, shapes);
-    const late = same ? NO_SHAPES : shapes.filter((shape) => !guessed.some((each) => each.key === shape.key));
-    const lateRoutes = late.length === 0 ? [] : await Promise.all(late.map(append));
-    const routes = [...guessedRoutes, ...lateRoutes].filter((route) => route !== undefined);
-    if (routes.length === 0) return 0;
+    // Settled, not raced: an append that went through is sent on even when another part failed (another shard).
+    const [sticky, ...guessedRoutes] = await Promise.allSettled([this.#readSticky(event), ...guessed.map(append)]);
+    const appended = new Appends(guessedRoutes);
+    if (sticky.status === 'rejected') appended.failed(sticky.reason);
+    else {
+      const same = sameShapes(guessed, sticky.value);
+      const shapes = same ? guessed : sticky.value.map(shapeOf);
+      this.#seen.set(event, shapes);
+      const late = same ? NO_SHAPES : shapes.filter((shape) => !guessed.some((each) => each.key === shape.key));
+      if (late.length > 0) appended.add(await Promise.allSettled(late.map(append)));
+    }
+    const { routes, failure } = appended;
+    if (routes.length === 0) {
+      if (failure !== undefined) throw failure;
+      return 0;
+    }
     this.#options.observer.historyAppended(routes.length);
-    return this.#send(event, eventData, json, routes);
+    const sent = this.#send(event, eventData, json, routes);
+    if (failure === undefined) return sent;
+    throw new DeliveryPending(await sent.catch((pending: DeliveryPending) => pending.nodes), failure);
   }
 
   /** Whether `message` carries positions; if so, it is delivered here. */
@@ -113,7 +124,7 @@ export class HistoryEmits {
   }
 
   /** To each node holding one of the routes; the message for the others is made only when there is one. */
-  #send(event: string, eventData: Record<string, unknown>, json: string, routes: AppendedRoute[]): number | Promise<number> {
+  #send(event: string, eventData: Record<string, unknown>, json: string, routes: AppendedRoute[]): Promise<number> {
     const { nodeId, keys, connection } = this.#options;
     const positions = new Map<string, Position>();
     const nodes = new Set<string>();
@@ -127,7 +138,7 @@ export class HistoryEmits {
       if (node === nodeId) this.#options.deliver(event, eventData, positions, json);
       else (sends ??= []).push(connection.commands.spublish(keys.channel(node), (message ??= messageOf(event, json, routes))));
     }
-    return sends === undefined ? nodes.size : Promise.all(sends).then(() => nodes.size);
+    return sends === undefined ? Promise.resolve(nodes.size) : sentTo(nodes.size, sends, true);
   }
 
   #readSticky(event: string): Promise<string[]> {
@@ -137,6 +148,27 @@ export class HistoryEmits {
     this.#reads.set(event, read);
     setImmediate(() => this.#reads.delete(event));
     return read;
+  }
+}
+
+/** An emit's appends as they settle: the routes it is in, and the first failure (a shape unread, an append failed). */
+class Appends {
+  readonly routes: AppendedRoute[] = [];
+  failure: unknown;
+
+  constructor(settled: ReadonlyArray<PromiseSettledResult<AppendedRoute | undefined>>) {
+    this.add(settled);
+  }
+
+  add(settled: ReadonlyArray<PromiseSettledResult<AppendedRoute | undefined>>): void {
+    for (const each of settled) {
+      if (each.status === 'rejected') this.failed(each.reason);
+      else if (each.value !== undefined) this.routes.push(each.value);
+    }
+  }
+
+  failed(reason: unknown): void {
+    this.failure ??= reason;
   }
 }
 
