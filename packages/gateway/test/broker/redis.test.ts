@@ -13,6 +13,7 @@ import { connect } from '../../src/broker/redis/connection.ts';
 import { bucketOf, keyspace } from '../../src/broker/redis/keys.ts';
 import { ConfigError, GatewayError } from '../../src/errors.ts';
 import { routeOf } from '../../src/events/routing.ts';
+import { until } from '../support/fleet.ts';
 import { TestSocket, apiToken, onEvent, startNode } from '../support/gateway.ts';
 import { commandCalls, sentSince, startRedis, startRedisCluster, type RedisServer } from '../support/redis.ts';
 
@@ -116,6 +117,23 @@ describe('on one redis-server', () => {
     assert.equal(await survivor.publish('order-updates', { recipientId: 'alone' }), 0);
     assert.equal(await survivor.publish('order-updates', { recipientId: 'shared' }), 1);
     await survivor.close();
+  });
+
+  test('a heartbeat that fails (its shard failing over) keeps the node ready while its lease holds, not after', async () => {
+    await redis.cli('ACL', 'SETUSER', 'beater', 'on', '>beater-secret', '~*', '&*', '+@all');
+    const { observer, next } = watcher();
+    const node = broker({ target: { url: `redis://beater:beater-secret@127.0.0.1:${redis.port}` }, nodeId: 'beater', observer, keyPrefix: 'beats' });
+    await node.start(() => {});
+    assert.equal(node.ready(), true);
+    // The heartbeat's ZADD refused, everything else answered.
+    await redis.cli('ACL', 'SETUSER', 'beater', '-zadd');
+    const failedAt = Date.now();
+    await next('writeFailed');
+    assert.equal(node.ready(), true, 'a failed heartbeat');
+    await until(async () => !node.ready(), 'the lease to lapse');
+    assert.ok(Date.now() - failedAt >= 1000, 'not ready only once the lease (1.5 s) lapsed');
+    await redis.cli('ACL', 'SETUSER', 'beater', '+zadd');
+    await until(async () => node.ready(), 'the next heartbeat');
   });
 
   test("a survivor whose own heartbeat ran late sweeps no one until it has beaten again: a starved machine's lapsed leases prove nothing", async () => {
@@ -424,4 +442,28 @@ test('on a Redis Cluster, route keys spread over every master, and every master 
   await reader.close();
   for (const server of cluster.servers) assert.match(await server.cli('client', 'list'), / name=gw:node:spreader /);
   await node.close();
+});
+
+test('on a Redis Cluster, a master that loses its data (a shard back empty) gets every node\'s routes again, though the heartbeat\'s key is elsewhere', async (t) => {
+  const cluster = await startRedisCluster();
+  t.after(async () => {
+    await closeBrokers();
+    await cluster.stop();
+  });
+  const [a, b] = ['emptied-a', 'emptied-b'].map((nodeId) => {
+    const watched = watcher();
+    return { watched, node: broker({ target: { cluster: cluster.nodes }, nodeId, observer: watched.observer }) };
+  });
+  for (const { node } of [a!, b!]) {
+    await node.start(() => {});
+    await Promise.all(Array.from({ length: 60 }, (_, i) => node.addRoute(routeOf('order-updates', { recipientId: `${node.nodeId}-${i}` }))));
+  }
+  const heartbeats = await cluster.masterOf(keyspace('gw').nodes);
+  const emptied = cluster.servers.find((server) => server !== heartbeats)!;
+  const keysOn = async () => (await emptied.cli('keys', '*')).split('\n').sort();
+  const before = await keysOn();
+  assert.ok(before.length > 20, `keys on the master to empty: ${before.length}`);
+  await emptied.cli('flushall');
+  await Promise.all([a!.watched.next('resynced'), b!.watched.next('resynced')]);
+  assert.deepEqual(await keysOn(), before, 'every key back');
 });

@@ -5,11 +5,13 @@
  * up the nodes holding the matching routes, and publishes once per such node (to itself: no round trip).
  * The lease (lease.ts) finds dead nodes and sweeps them, and tells this node when it must write its state again.
  */
+import { Cluster } from 'ioredis';
 import { isRecord } from '@herald/protocol';
 import { defaultLostAfterMs, type HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import { DeliveryPending, type Broker, type BrokerObserver, type CanaryHandler, type Claimed, type ControlHandler, type DeliveryHandler, type Histories, type HistoryRange, type HistoryRead, type Once, type Revocation } from '../broker.ts';
+import type { Commands } from './clients.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
@@ -20,6 +22,7 @@ import { Lease } from './lease.ts';
 import { RedisOnce } from './once.ts';
 import { RouteRegistry } from './routes.ts';
 import { sentTo } from './sends.ts';
+import { ShardMarkers } from './shards.ts';
 import { putStatus, statusOf } from './status.ts';
 import { NO_SHAPES, sameShapes, ShapeIndex, shapeOf, type Shape } from './shapes.ts';
 import { WriteQueue, type Write } from './write-queue.ts';
@@ -123,13 +126,15 @@ export class RedisBroker implements Broker {
       shapes: this.#shapes,
       routes: this.#registry,
       resync: () => this.#resync(),
+      shardsChanged: shardsChangedOn(this.#connection.commands, this.#keys),
     });
     const { leaseMs } = options;
     this.#control = new ControlChannel({ connection: this.#connection, keys: this.#keys, nodeId: this.nodeId, leaseMs, deliverHere: (message) => this.#onControl(message) });
   }
 
+  /** Not while Redis is lost, this node's routes may be missing from it, or its lease has lapsed. */
   ready(): boolean {
-    return !this.#closed && this.#connection.ready() && !this.#lease.stale;
+    return !this.#closed && this.#connection.ready() && !this.#lease.stale && !this.#lease.lapsed;
   }
 
   /** Resolves once Redis answers and this node's state is written (after start, or after Redis came back). */
@@ -381,6 +386,13 @@ export class RedisBroker implements Broker {
     }
     return this.#routes.size;
   }
+}
+
+/** On a Redis Cluster, the check of its shards' markers (shards.ts). */
+function shardsChangedOn(commands: Commands, keys: Keyspace): (() => Promise<boolean>) | undefined {
+  if (!(commands instanceof Cluster)) return undefined;
+  const markers = new ShardMarkers(commands, keys);
+  return () => markers.changed();
 }
 
 const unreachable = (error: unknown): GatewayError =>

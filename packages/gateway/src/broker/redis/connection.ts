@@ -28,7 +28,10 @@ export interface Connection {
   clientNames(): Promise<Set<string>>;
   /** Receive messages on a sharded channel. */
   subscribe(channel: string, onMessage: (message: Buffer) => void): Promise<void>;
-  /** Called each time the command connection becomes ready (first time, and after each reconnect). */
+  /**
+   * Called each time the command connection becomes ready (first time, and after each reconnect); on a Redis Cluster,
+   * also each time one master's connection does (a shard back after a failover, or back empty).
+   */
   onReady(listener: () => void): void;
   close(): Promise<void>;
 }
@@ -155,7 +158,12 @@ function connection(commands: Commands, subscriber: Commands, reads: Reads, prob
       const retry = () => void setTimeout(() => (subscriber as Redis).disconnect(true), RESUBSCRIBE_RETRY_MS).unref();
       (subscriber as Redis).on('ready', () => void subscriber.ssubscribe(channel).catch(retry));
     },
-    onReady: (listener) => void commands.on('ready', listener),
+    onReady(listener) {
+      commands.on('ready', listener);
+      if (!(commands instanceof Cluster)) return;
+      for (const master of commands.nodes('master')) master.on('ready', listener);
+      commands.on('+node', (node: Redis) => void node.on('ready', listener));
+    },
     async clientNames() {
       const servers = commands instanceof Cluster ? commands.nodes('master') : [commands];
       const lists = await Promise.all(servers.map((server) => server.client('LIST') as Promise<string>));

@@ -23,6 +23,7 @@
  * | gw:hshapes:{<event>}         | sorted set | a history event's shapes -> when a node last held one, ms    |
  * | gw:once:{<id>}               | string     | an emit's idempotency key: pending, or its answer (once.ts)  |
  * | gw:honce:{<routeKey>}:<n>    | hash       | keys appended to that route in window n -> offset:epoch      |
+ * | gw:shard:{<tag>}             | string     | a Redis Cluster master's data's incarnation (shards.ts)      |
  *
  * A route's bucket is bucketOf(routeKey, routeBuckets): many routes share one small hash, which Redis keeps as a
  * listpack (no per-route key, no per-route dict entry). See routes.ts.
@@ -55,6 +56,8 @@ export interface Keyspace {
   once(id: string): string;
   /** The idempotency keys appended to a route's history in the `window`-th window since the epoch of time. */
   historyOnce(routeKey: string, window: number): string;
+  /** A Redis Cluster master's marker: `tag` is chosen so that the key is on one of its slots. */
+  shardMarker(tag: string): string;
 }
 
 export function keyspace(prefix = 'gw'): Keyspace {
@@ -82,6 +85,7 @@ export function keyspace(prefix = 'gw'): Keyspace {
     historyShapes: (event) => `${prefix}:hshapes:{${event}}`,
     once: (id) => `${prefix}:once:{${id}}`,
     historyOnce: (routeKey, window) => `${prefix}:honce:{${routeKey}}:${window}`,
+    shardMarker: (tag) => `${prefix}:shard:{${tag}}`,
   };
 }
 

@@ -4,7 +4,8 @@
  * holds is starved or stuck rather than dead: it is swept only once its heartbeat is older than the connected lease.
  * Sweeping a live node costs its clients every notification until it writes its routes again; leaving a dead
  * node's routes costs only publishes that nobody reads. A heartbeat that finds this node's entry gone (Redis
- * restarted empty, FLUSHALL, or this node was swept while it stalled) makes the node write its state again.
+ * restarted empty, FLUSHALL, or this node was swept while it stalled), or a shard of a Redis Cluster emptied
+ * (shards.ts), makes the node write its state again.
  */
 import type { BrokerObserver } from '../broker.ts';
 import type { Connection } from './connection.ts';
@@ -25,6 +26,8 @@ export interface LeaseOptions {
   routes: RouteRegistry;
   /** Write this node's routes again; answers how many. */
   resync: () => Promise<number>;
+  /** Whether a shard of a Redis Cluster lost its data since the last heartbeat (shards.ts); never rejects. */
+  shardsChanged?: (() => Promise<boolean>) | undefined;
 }
 
 export class Lease {
@@ -32,6 +35,7 @@ export class Lease {
   readonly #timers: NodeJS.Timeout[] = [];
   #stale = true;
   #beating: Promise<void> | undefined;
+  #again: Promise<void> | undefined;
   /** When this node's last heartbeat was written: how late its own timers run. */
   #beatAt = 0;
 
@@ -44,6 +48,15 @@ export class Lease {
     return this.#stale;
   }
 
+  /**
+   * Whether this node's last heartbeat is older than its lease: other nodes may take it for dead and sweep its routes.
+   * A heartbeat that fails (the shard of `gw:{nodes}` failing over) costs nothing more while the lease holds: the node's
+   * routes are where they were, and a heartbeat that finds its entry gone writes them again.
+   */
+  get lapsed(): boolean {
+    return Date.now() - this.#beatAt > this.#options.leaseMs;
+  }
+
   markStale(): void {
     this.#stale = true;
   }
@@ -53,7 +66,7 @@ export class Lease {
     await this.heartbeat();
     this.#every(this.#heartbeatMs(), () => this.heartbeat());
     this.#every(sweepIntervalMs, () => this.sweep());
-    // Redis came back (maybe empty): check at once rather than at the next heartbeat.
+    // Redis came back, or one shard of a Cluster did (maybe empty): check at once rather than at the next heartbeat.
     connection.onReady(() => void this.heartbeat());
   }
 
@@ -61,13 +74,20 @@ export class Lease {
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
   }
 
-  /** One heartbeat at a time; a failed one leaves the node stale and is retried at the next tick. */
+  /**
+   * One heartbeat at a time; a failed one is retried at the next tick. One asked for while another runs runs after it
+   * (Redis came back meanwhile: what the running one read may be from before).
+   */
   heartbeat(): Promise<void> {
-    this.#beating ??= this.#beat()
-      .catch((error: unknown) => {
-        this.#stale = true;
-        this.#options.observer.writeFailed(error as Error);
-      })
+    if (this.#beating !== undefined) {
+      this.#again ??= this.#beating.then(() => {
+        this.#again = undefined;
+        return this.heartbeat();
+      });
+      return this.#again;
+    }
+    this.#beating = this.#beat()
+      .catch((error: unknown) => this.#options.observer.writeFailed(error as Error))
       .finally(() => {
         this.#beating = undefined;
       });
@@ -79,7 +99,9 @@ export class Lease {
     const redis = connection.commands;
     // XX CH answers 0 when our entry is gone: Redis lost it, or a sweeper removed us.
     const present = (await redis.zadd(keys.nodes, 'XX', 'CH', Date.now(), nodeId)) === 1;
-    if (present && !this.#stale) {
+    // Read at every heartbeat, a resync's included: what the node's state was written to is what the next compares with.
+    const emptied = (await this.#options.shardsChanged?.()) === true;
+    if (present && !this.#stale && !emptied) {
       this.#beatAt = Date.now();
       await shapes.publishAll(nodeId);
       return;
