@@ -220,7 +220,7 @@ start() {
       while [[ " ${ports[*]} " == *" $p "* ]]; do p=$(free_port bus); done
       ports+=("$p")
       addrs+=("127.0.0.1:$p")
-      start_redis_server "$p" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000
+      start_redis_server "$p" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 --cluster-require-full-coverage no
     done
     timeout "$READY_TIMEOUT" redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
       >"$run_dir/redis-cluster-create.log" 2>&1 \

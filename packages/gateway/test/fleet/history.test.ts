@@ -2,7 +2,7 @@
  * Missed notifications recovered across a fleet of three node processes on one redis-server behind HAProxy, with
  * the client SDK: while emits flow at 1,000 a second to nine people (one keep-alive connection each, in turn), a node
  * is restarted with its successor first (server.reusePort), drained (SIGTERM), killed (kill -9); each person gets
- * every notification answered 200, exactly once and in order, the missed ones replayed when it comes back. Then
+ * every notification taken (200, or 202), exactly once and in order, the missed ones replayed when it comes back. Then
  * Redis restarts empty: the clients that were away resume with `recovered: false`, those that stayed are told
  * their history was lost, and none gets anything twice or out of order.
  */

@@ -113,7 +113,10 @@ async function startHaproxy(dir: string, nodes: FleetNode[]): Promise<{ port: nu
   return { port, child };
 }
 
-/** `n` node processes on one Redis (`redisUrl`, or the URL each node connects with, by index), behind HAProxy. */
+/**
+ * `n` node processes on one Redis (`redisUrl`, or the URL each node connects with, by index), behind HAProxy; '' for
+ * none in the environment: the config's redis (a cluster set by `adjust`).
+ */
 export async function startFleet(n: number, redisUrl: string | ((index: number) => string), adjust: (raw: RawConfig) => void = () => {}): Promise<Fleet> {
   const urlOf = (index: number) => (typeof redisUrl === 'string' ? redisUrl : redisUrl(index));
   const dir = mkdtempSync(join(tmpdir(), 'herald-fleet-'));

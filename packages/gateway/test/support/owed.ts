@@ -115,7 +115,7 @@ export interface FlowOptions {
  */
 export class Flow {
   readonly tag: string;
-  /** Per person, the seqs answered 200, and those answered otherwise (or cut off), in the order sent. */
+  /** Per person, the seqs taken (200, or 202: taken part of the way), and those refused (or cut off), in the order sent. */
   readonly answered = new Map<string, number[]>();
   readonly refused = new Map<string, number[]>();
   readonly #options: FlowOptions;
@@ -153,7 +153,7 @@ export class Flow {
         // An answer that never comes (a node that stopped) must not hold the flow: the connection is dropped instead.
         const timer = setTimeout(() => http.socket.destroy(), 5000);
         const { status } = await http.next().finally(() => clearTimeout(timer));
-        (status === 200 ? answered : refused).push(seq);
+        (status === 200 || status === 202 ? answered : refused).push(seq);
       } catch {
         refused.push(seq);
         http = connect();
@@ -162,7 +162,7 @@ export class Flow {
     http.socket.destroy();
   }
 
-  /** Stop, and once the last answers are in, wait until each person has the last of theirs answered 200. */
+  /** Stop, and once the last answers are in, wait until each person has the last of theirs taken. */
   async stop(): Promise<void> {
     await this.halt();
     await Promise.all(this.#options.listeners.map((listener) => {
@@ -177,7 +177,7 @@ export class Flow {
     await Promise.all(this.#loops);
   }
 
-  /** Every person got exactly what was answered 200, once each, in the order sent. */
+  /** Every person got exactly what was taken (200 or 202), once each, in the order sent. */
   everyOneOnce(): void {
     for (const listener of this.#options.listeners) assert.deepEqual(listener.seqs(this.tag), this.answered.get(listener.recipientId), `person ${listener.recipientId}`);
   }

@@ -114,6 +114,11 @@ export interface ClusterOptions {
   replicas?: number;
   /** cluster-node-timeout: how long a master goes unanswered before it is failed over. Default 5000. */
   nodeTimeoutMs?: number;
+  /**
+   * cluster-require-full-coverage. Default true (Redis's default): a shard down stops the whole cluster. False: the
+   * other shards keep serving meanwhile.
+   */
+  requireFullCoverage?: boolean;
 }
 
 /** A server as the cluster sees it (one line of CLUSTER NODES). */
@@ -157,7 +162,7 @@ export interface RedisCluster {
 const SLOTS = 16_384;
 
 /** Three masters (and `replicas` replicas each), every slot assigned, cluster_state:ok and replicas synced on each. */
-export async function startRedisCluster({ replicas = 0, nodeTimeoutMs = 5000 }: ClusterOptions = {}): Promise<RedisCluster> {
+export async function startRedisCluster({ replicas = 0, nodeTimeoutMs = 5000, requireFullCoverage = true }: ClusterOptions = {}): Promise<RedisCluster> {
   const servers: RedisServer[] = [];
   const dirs: string[] = [];
   const stop = async () => {
@@ -169,6 +174,7 @@ export async function startRedisCluster({ replicas = 0, nodeTimeoutMs = 5000 }: 
       const dir = mkdtempSync(join(tmpdir(), 'herald-cluster-'));
       dirs.push(dir);
       const options = ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs)];
+      if (!requireFullCoverage) options.push('--cluster-require-full-coverage', 'no');
       servers.push(await startRedis(options, await freeClusterPort()));
     }
     const addresses = servers.map((server) => `127.0.0.1:${server.port}`);

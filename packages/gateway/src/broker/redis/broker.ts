@@ -215,10 +215,10 @@ export class RedisBroker implements Broker {
       // Serialised only for another node: an emit for this node's own clients (one node, or the usual one
       // recipient) needs no copy of eventData.
       let message: Buffer | undefined;
-      const sends: Promise<unknown>[] = [];
+      const sends: Promise<number>[] = [];
       for (const nodeId of nodes) {
         if (nodeId === this.nodeId) this.#onDelivery(event, eventData);
-        else sends.push(redis.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${event}\n${JSON.stringify(eventData)}`))));
+        else sends.push(redis.spublish(this.#keys.channel(nodeId), (message ??= Buffer.from(`${event}\n${JSON.stringify(eventData)}`))) as Promise<number>);
       }
       return sends.length === 0 ? nodes.size : await sentTo(nodes.size, sends, false);
     } catch (error) {

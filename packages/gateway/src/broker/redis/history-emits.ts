@@ -41,6 +41,8 @@ interface AppendedRoute {
   position: Position;
   /** The nodes holding the route, read after the append. */
   nodes: string[];
+  /** Why the nodes could not be read, if they could not (then `nodes` is empty). */
+  unread?: unknown;
 }
 
 export interface HistoryEmitsOptions {
@@ -116,11 +118,19 @@ export class HistoryEmits {
     const { store, registry, connection } = this.#options;
     const routeKey = routeKeyOf(event, shape.key, valuesKey);
     const appending = store.append(routeKey, json, history, once);
-    const readAfter = ({ position }: Appended): Promise<AppendedRoute> => registry.nodesOf(routeKey).then((nodes) => ({ routeKey, position, nodes }));
+    // Appended, its nodes unread (the registry's shard failing over): in the history all the same, sent to nobody.
+    const unread = (position: Position, error: unknown): AppendedRoute => ({ routeKey, position, nodes: [], unread: error });
+    const readAfter = ({ position }: Appended): Promise<AppendedRoute> =>
+      registry.nodesOf(routeKey).then((nodes) => ({ routeKey, position, nodes }), (error: unknown) => unread(position, error));
     if (!connection.reads.inOrder) return appending.then(readAfter);
     // One redis-server, one connection: the read, sent right after the append, runs after it. An append sent again
     // through another connection (NOSCRIPT) may have run after that read: read again.
-    return Promise.all([appending, registry.nodesOf(routeKey)]).then(([done, nodes]) => (done.resent ? readAfter(done) : { routeKey, position: done.position, nodes }));
+    return Promise.allSettled([appending, registry.nodesOf(routeKey)]).then(([appended, read]) => {
+      if (appended.status === 'rejected') throw appended.reason;
+      const done = appended.value;
+      if (done.resent) return readAfter(done);
+      return read.status === 'fulfilled' ? { routeKey, position: done.position, nodes: read.value } : unread(done.position, read.reason);
+    });
   }
 
   /** To each node holding one of the routes; the message for the others is made only when there is one. */
@@ -133,10 +143,10 @@ export class HistoryEmits {
       for (const node of route.nodes) nodes.add(node);
     }
     let message: Buffer | undefined;
-    let sends: Promise<unknown>[] | undefined;
+    let sends: Promise<number>[] | undefined;
     for (const node of nodes) {
       if (node === nodeId) this.#options.deliver(event, eventData, positions, json);
-      else (sends ??= []).push(connection.commands.spublish(keys.channel(node), (message ??= messageOf(event, json, routes))));
+      else (sends ??= []).push(connection.commands.spublish(keys.channel(node), (message ??= messageOf(event, json, routes))) as Promise<number>);
     }
     return sends === undefined ? Promise.resolve(nodes.size) : sentTo(nodes.size, sends, true);
   }
@@ -163,7 +173,10 @@ class Appends {
   add(settled: ReadonlyArray<PromiseSettledResult<AppendedRoute | undefined>>): void {
     for (const each of settled) {
       if (each.status === 'rejected') this.failed(each.reason);
-      else if (each.value !== undefined) this.routes.push(each.value);
+      else if (each.value !== undefined) {
+        this.routes.push(each.value);
+        if ('unread' in each.value) this.failed(each.value.unread);
+      }
     }
   }
 

@@ -106,9 +106,14 @@ export class Lease {
       await shapes.publishAll(nodeId);
       return;
     }
-    this.#stale = true;
+    // A shard back empty alone leaves this node's state elsewhere whole: it stays ready while it writes it back, unless
+    // that fails (then it is stale, and the next heartbeat tries again).
+    if (!present) this.#stale = true;
     await redis.zadd(keys.nodes, Date.now(), nodeId);
-    const routes = await this.#options.resync();
+    const routes = await this.#options.resync().catch((error: unknown) => {
+      this.#stale = true;
+      throw error;
+    });
     this.#stale = false;
     this.#beatAt = Date.now();
     observer.resynced(routes);

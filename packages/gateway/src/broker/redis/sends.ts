@@ -5,13 +5,17 @@
 import { DeliveryPending } from '../broker.ts';
 
 /**
- * Answers `nodes` once every send went; `sends`: those through Redis (the others: this node, already delivered).
- * Rejects with DeliveryPending when some went, or none but the emit is `appended` to a history; else with the failure.
+ * Answers `nodes` once every send reached its node; `sends`: the SPUBLISHes (answering how many subscribers got it),
+ * the others went to this node, already delivered. A send that no subscriber got did not reach its node either: its
+ * subscription is being made again (its shard failed over, or came back), or it died. Rejects with DeliveryPending
+ * when some reached theirs, or none but the emit is `appended` to a history; else with why.
  */
-export async function sentTo(nodes: number, sends: readonly Promise<unknown>[], appended: boolean): Promise<number> {
-  const failures = (await Promise.allSettled(sends)).filter((sent) => sent.status === 'rejected');
+export async function sentTo(nodes: number, sends: readonly Promise<number>[], appended: boolean): Promise<number> {
+  const failures = (await Promise.allSettled(sends)).flatMap((sent): unknown[] => {
+    if (sent.status === 'rejected') return [sent.reason];
+    return sent.value === 0 ? [new Error('a node is not subscribed to its channel (its shard failing over, or the node gone)')] : [];
+  });
   if (failures.length === 0) return nodes;
   const reached = nodes - failures.length;
-  const cause: unknown = failures[0]!.reason;
-  throw reached > 0 || appended ? new DeliveryPending(reached, cause) : cause;
+  throw reached > 0 || appended ? new DeliveryPending(reached, failures[0]) : failures[0];
 }
