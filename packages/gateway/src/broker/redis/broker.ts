@@ -11,7 +11,6 @@ import { defaultLostAfterMs, type HistoryConfig } from '../../config/schema.ts';
 import { GatewayError } from '../../errors.ts';
 import { routeKeyOf, shapeKeyOf, valuesKeyIn, type Route } from '../../events/routing.ts';
 import { DeliveryPending, type Broker, type BrokerObserver, type CanaryHandler, type Claimed, type ControlHandler, type DeliveryHandler, type Histories, type HistoryRange, type HistoryRead, type Once, type Revocation } from '../broker.ts';
-import type { Commands } from './clients.ts';
 import { connect, type Connection, type RedisTarget } from './connection.ts';
 import { ControlChannel } from './control.ts';
 import { HistoryEmits } from './history-emits.ts';
@@ -72,6 +71,8 @@ export class RedisBroker implements Broker {
   readonly #historyStore: RedisHistories;
   readonly #historyEmits: HistoryEmits;
   readonly #lease: Lease;
+  /** On a Redis Cluster, its shards' markers (shards.ts). */
+  readonly #shards: ShardMarkers | undefined;
   readonly #once: RedisOnce;
   /** A failed write marks the node for a resync; the caller is never failed (see Broker.addRoute). */
   readonly #writes = new WriteQueue((error) => {
@@ -115,6 +116,8 @@ export class RedisBroker implements Broker {
       observer: this.#observer,
       deliver: (...delivery) => this.#onDelivery(...delivery),
     });
+    const { commands } = this.#connection;
+    this.#shards = commands instanceof Cluster ? new ShardMarkers(commands, this.#keys) : undefined;
     this.#lease = new Lease({
       connection: this.#connection,
       keys: this.#keys,
@@ -126,7 +129,7 @@ export class RedisBroker implements Broker {
       shapes: this.#shapes,
       routes: this.#registry,
       resync: () => this.#resync(),
-      shardsChanged: shardsChangedOn(this.#connection.commands, this.#keys),
+      shards: this.#shards,
     });
     const { leaseMs } = options;
     this.#control = new ControlChannel({ connection: this.#connection, keys: this.#keys, nodeId: this.nodeId, leaseMs, deliverHere: (message) => this.#onControl(message) });
@@ -191,6 +194,10 @@ export class RedisBroker implements Broker {
    */
   async publish(event: string, eventData: Record<string, unknown>, once?: Once): Promise<number> {
     const history = this.#histories.get(event);
+    // Refused before anything is sent: the routes it would be looked up in may not be written back yet.
+    if (this.#shards?.settling(this.#lookedUp(event, eventData, history !== undefined))) {
+      throw new GatewayError('UNAVAILABLE', "a shard of the fleet's Redis Cluster came back empty: the nodes are writing their routes back");
+    }
     if (history !== undefined) return this.#publishHistory(event, eventData, history, once);
     const redis = this.#connection.commands;
     try {
@@ -223,6 +230,15 @@ export class RedisBroker implements Broker {
       return sends.length === 0 ? nodes.size : await sentTo(nodes.size, sends, false);
     } catch (error) {
       throw error instanceof DeliveryPending ? error : unreachable(error);
+    }
+  }
+
+  /** The keys an emit reads its routes from: its event's shapes, and the buckets of its routes in the shapes seen last. */
+  *#lookedUp(event: string, eventData: Record<string, unknown>, kept: boolean): Iterable<string> {
+    yield kept ? this.#keys.historyShapes(event) : this.#keys.shapes(event);
+    for (const shape of kept ? this.#historyEmits.seenShapes(event) : (this.#shapesSeen.get(event) ?? NO_SHAPES)) {
+      const valuesKey = valuesKeyIn(eventData, shape.fields);
+      if (valuesKey !== undefined) yield this.#registry.bucketKey(routeKeyOf(event, shape.key, valuesKey));
     }
   }
 
@@ -386,13 +402,6 @@ export class RedisBroker implements Broker {
     }
     return this.#routes.size;
   }
-}
-
-/** On a Redis Cluster, the check of its shards' markers (shards.ts). */
-function shardsChangedOn(commands: Commands, keys: Keyspace): (() => Promise<boolean>) | undefined {
-  if (!(commands instanceof Cluster)) return undefined;
-  const markers = new ShardMarkers(commands, keys);
-  return () => markers.changed();
 }
 
 const unreachable = (error: unknown): GatewayError =>

@@ -97,6 +97,11 @@ export class HistoryEmits {
     throw new DeliveryPending(await sent.catch((pending: DeliveryPending) => pending.nodes), failure);
   }
 
+  /** The event's sticky shapes as its last emit read them. */
+  seenShapes(event: string): readonly Shape[] {
+    return this.#seen.get(event) ?? NO_SHAPES;
+  }
+
   /** Whether `message` carries positions; if so, it is delivered here. */
   receive(message: Buffer): boolean {
     if (message[0] !== POSITIONS_FIRST) return false;

@@ -11,6 +11,7 @@ import type { BrokerObserver } from '../broker.ts';
 import type { Connection } from './connection.ts';
 import type { Keyspace } from './keys.ts';
 import type { RouteRegistry } from './routes.ts';
+import type { ShardChecks } from './shards.ts';
 import type { ShapeIndex } from './shapes.ts';
 
 export interface LeaseOptions {
@@ -26,8 +27,8 @@ export interface LeaseOptions {
   routes: RouteRegistry;
   /** Write this node's routes again; answers how many. */
   resync: () => Promise<number>;
-  /** Whether a shard of a Redis Cluster lost its data since the last heartbeat (shards.ts); never rejects. */
-  shardsChanged?: (() => Promise<boolean>) | undefined;
+  /** A Redis Cluster's shards' markers (shards.ts), read at every heartbeat. */
+  shards?: ShardChecks | undefined;
 }
 
 export class Lease {
@@ -100,8 +101,9 @@ export class Lease {
     // XX CH answers 0 when our entry is gone: Redis lost it, or a sweeper removed us.
     const present = (await redis.zadd(keys.nodes, 'XX', 'CH', Date.now(), nodeId)) === 1;
     // Read at every heartbeat, a resync's included: what the node's state was written to is what the next compares with.
-    const emptied = (await this.#options.shardsChanged?.()) === true;
-    if (present && !this.#stale && !emptied) {
+    const { shards } = this.#options;
+    const emptied = (await shards?.changed()) ?? [];
+    if (present && !this.#stale && emptied.length === 0) {
       this.#beatAt = Date.now();
       await shapes.publishAll(nodeId);
       return;
@@ -109,11 +111,13 @@ export class Lease {
     // A shard back empty alone leaves this node's state elsewhere whole: it stays ready while it writes it back, unless
     // that fails (then it is stale, and the next heartbeat tries again).
     if (!present) this.#stale = true;
+    shards?.settle(emptied, Infinity);
     await redis.zadd(keys.nodes, Date.now(), nodeId);
     const routes = await this.#options.resync().catch((error: unknown) => {
       this.#stale = true;
       throw error;
     });
+    shards?.settle(emptied, Date.now() + this.#heartbeatMs());
     this.#stale = false;
     this.#beatAt = Date.now();
     observer.resynced(routes);

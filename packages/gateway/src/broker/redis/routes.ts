@@ -120,9 +120,14 @@ export class RouteRegistry {
     await (last ? Promise.all([removed, this.#redis.del(this.#keys.nodeBuckets(this.#nodeId))]) : removed);
   }
 
+  /** The hash a route is kept in. */
+  bucketKey(routeKey: string): string {
+    return this.#keys.routeBucket(bucketOf(routeKey, this.#buckets));
+  }
+
   /** The ids of the nodes holding a route: one HGET. */
   async nodesOf(routeKey: string): Promise<string[]> {
-    const ids = await this.#reads.hget(this.#keys.routeBucket(bucketOf(routeKey, this.#buckets)), routeKey);
+    const ids = await this.#reads.hget(this.bucketKey(routeKey), routeKey);
     return ids === null ? [] : ids.split(SEP);
   }
 
