@@ -116,9 +116,13 @@ class Broadcasts {
   }
 }
 
-/** Moves people onto the cut-off node: the back end disconnects some (4003), and leastconn sends them to the emptiest. */
+/**
+ * Moves people onto the cut-off node: the back end disconnects some (4003), and leastconn sends them to the emptiest,
+ * once HAProxy's checks have seen it up again (a node just healed is not routed to for a few checks): round after round.
+ */
 async function fillCutOffNode(): Promise<number> {
-  for (let i = 0; i < PEOPLE.length && (await nodeMetric(cutOff, 'herald_connections')) < 3; i++) {
+  for (let k = 0; k < 4 * PEOPLE.length && (await nodeMetric(cutOff, 'herald_connections')) < 3; k++) {
+    const i = k % PEOPLE.length;
     const closes = listeners[i]!.closes.length;
     assert.equal((await control(through, 'disconnect', { person: { generator: 'customers', id: PEOPLE[i]![0] }, reason: 'rebalance' }, api)).status, 200);
     await until(async () => listeners[i]!.closes.length > closes && listeners[i]!.client.state === 'open', `person ${i + 1} back`);
