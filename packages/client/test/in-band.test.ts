@@ -56,11 +56,17 @@ test("told TOKEN_EXPIRING, the client refreshes in band: the connection outlives
 
 test('refreshBeforeExpiryMs refreshes in band by itself, before the node says anything', { timeout: 10_000 }, async () => {
   const first = await nickTokens();
-  const { getTokens } = tokensBy(async (reason) => (reason === 'connect' ? first : nickTokens()));
+  // When it asked for new tokens: the refresh's own round trips (a login among them) may be slow on a loaded machine.
+  let askedAt = Infinity;
+  const { getTokens } = tokensBy(async (reason) => {
+    if (reason === 'connect') return first;
+    askedAt = Math.min(askedAt, Date.now());
+    return nickTokens();
+  });
   const client = await HeraldClient.connect({ url: node.ws, getTokens, refreshBeforeExpiryMs: 2000, ...FAST });
   try {
     await next(client, 'refreshed');
-    assert.ok(Date.now() < expiryOf(first) - 1500, 'before the notice was due');
+    assert.ok(askedAt < expiryOf(first) - 1500, 'asked before the notice was due');
   } finally {
     await client.close();
   }

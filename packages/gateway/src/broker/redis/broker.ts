@@ -99,7 +99,12 @@ export class RedisBroker implements Broker {
     this.#keys = keyspace(options.keyPrefix);
     this.#connection = connect(options.target, this.#keys.clientName(this.nodeId), { lostAfterMs: options.lostAfterMs ?? defaultLostAfterMs(options.leaseMs) }, {
       leanReads: (lean, why) => options.observer.leanReads(lean, why),
-      lost: (why) => options.observer.redisLost(why),
+      lost: (why) => {
+        // Writes may have failed meanwhile, and emits gone by: once back, the state is written again and each route
+        // with history catches up (the observer's resynced), whether or not a heartbeat failed in between.
+        this.#lease.markStale();
+        options.observer.redisLost(why);
+      },
       back: () => options.observer.redisBack(),
     });
     this.#histories = options.histories ?? NO_HISTORIES;
