@@ -1,15 +1,27 @@
 /**
  * Scenarios 2-4 on a target: churn, the notify runs with 1,000 listeners among the clients connected, the same again
- * with clients on the `ws` library (gateway) and with every client connected; and the broadcast to every client.
+ * with clients on the `ws` library (gateway; the unpaced broadcast also with those clients reading at half the rate
+ * they were sent) and with every client connected; and the broadcast to every client.
  */
 import { NOTIFY_CLIENTS, prefix, serverStats, untilNoClients, type BenchContext, type Target } from './context.ts';
 import { waitFor, type Proc } from './procs.ts';
 import type { Taken } from './results.ts';
 import { churnStep, notifySteps } from './steps.ts';
 
-/** Against the same node, what clients on the `ws` library add to each figure (ws_*) is the client's part. */
-const WS_CLIENTS = ['--client', 'ws'];
+/**
+ * Against the same node, what clients on the `ws` library add to each figure (ws_*) is the client's part. They run in
+ * two processes of their own, as two machines' clients would.
+ */
+const WS_CLIENTS = ['--client', 'ws', '--per-worker', String(NOTIFY_CLIENTS / 2)];
 const wsFigure = (name: string): string => `ws_${name}`;
+/** The same clients reading at half the rate the node sent them in the unpaced broadcast (slow_ws_*): slower than it. */
+const slowWsFigure = (name: string): string => `slow_ws_${name}`;
+
+/** Each client's read rate for the slow clients' run: half what each was sent in the ws clients' unpaced broadcast. */
+function slowReadRate(ctx: BenchContext): string[] {
+  const sent = ctx.results.figures[wsFigure('broadcast_1k_all_per_s')];
+  return sent === undefined ? [] : ['--read-rate', String(Math.max(1, Math.round(sent / NOTIFY_CLIENTS / 2)))];
+}
 
 export async function loadScenarios(ctx: BenchContext, t: Target): Promise<void> {
   const { rateRuns, connected } = ctx.options;
@@ -25,7 +37,11 @@ export async function loadScenarios(ctx: BenchContext, t: Target): Promise<void>
     await ctx.growFill(t, connected - NOTIFY_CLIENTS, fills, 0, NOTIFY_CLIENTS);
     await ctx.runSteps(t, steps, rateRuns);
     // Paced broadcasts are the same few emits either way: the other three.
-    if (wsClients) await ctx.runSteps(t, notifySteps(ctx, t, wsFigure, WS_CLIENTS).filter(([name]) => name !== 'broadcast-paced'), rateRuns, 'ws-clients ');
+    if (wsClients) {
+      await ctx.runSteps(t, notifySteps(ctx, t, wsFigure, WS_CLIENTS).filter(([name]) => name !== 'broadcast-paced'), rateRuns, 'ws-clients ');
+      const slow = notifySteps(ctx, t, slowWsFigure, [...WS_CLIENTS, ...slowReadRate(ctx)]).filter(([name]) => name === 'broadcast-1k');
+      await ctx.runSteps(t, slow, rateRuns, 'slow-ws-clients ');
+    }
     if (everyClient === undefined) return;
     ctx.sampler.phase = `${t.name} fill`;
     await ctx.growFill(t, everyClient - NOTIFY_CLIENTS, fills, connected - NOTIFY_CLIENTS, NOTIFY_CLIENTS);

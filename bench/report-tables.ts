@@ -16,6 +16,8 @@ export const FIGURES: Array<[string, string, '≤' | '≥', number]> = [
   ['paced_p99_ms', 'at 1,000/s, delivery p99, ms', '≤', 2],
   ['broadcast_1k_per_s', 'broadcast to 1,000, unpaced: notifications/s delivered within 1 s of their emit', '≥', 180000],
   ['broadcast_1k_p99_ms', '… delivery p99, ms (issue 30)', '≤', 1000],
+  ['ws_broadcast_1k_p99_ms', '… with `ws` clients in two processes: delivery p99, ms (issue 36)', '≤', 1000],
+  ['slow_ws_broadcast_1k_p99_ms', '… those reading at half the rate they were sent: delivery p99, ms (issue 36)', '≤', 1000],
   ['broadcast_1k_vs_socketio', '… × Socket.IO', '≥', 2],
   ['broadcast_18k_last_ms', 'one broadcast to every client (18,000): the last one told, ms', '≤', 200],
   ['person_during_broadcast_ms', '… one-person notifications sent meanwhile (100/s): delivery p99, ms', '≤', 20],
@@ -162,16 +164,17 @@ const CLIENT_ROWS: Array<[string, string, string | undefined]> = [
   ['broadcast_1k_all_per_s', '… every one delivered, notifications/s', undefined],
   ['broadcast_1k_p99_ms', '… delivery p99, ms', undefined],
   ['broadcast_1k_refused_per_s', '… emits refused 503 a second (the emitter pauses 50 ms after each)', undefined],
+  ['broadcast_1k_closed', '… listeners the node closed (1013: further behind than websocket.maxLagMs)', undefined],
   ['broadcast_1k_backlog_max_mb', "… the node's delivery backlog, the largest of four readings a second, MiB", undefined],
 ];
 
 export function clientsTable(r: Results): string {
   const rows = CLIENT_ROWS.map(([figure, label, node]) => {
     const nodeCells = node === undefined ? ' | ' : `${fmt(r.figures[node])} | ${fmt(r.figures[`ws_${node}`])}`;
-    return `| ${label} | ${fmt(r.figures[figure])} | ${fmt(r.figures[`ws_${figure}`])} | ${nodeCells} |`;
+    return `| ${label} | ${fmt(r.figures[figure])} | ${fmt(r.figures[`ws_${figure}`])} | ${fmt(r.figures[`slow_ws_${figure}`])} | ${nodeCells} |`;
   });
-  return ['| gateway, 1,000 listeners | raw clients | `ws` clients | node fan-out p99, ms (raw run) | (`ws` run) |',
-    '|---|---:|---:|---:|---:|', ...rows].join('\n');
+  return ['| gateway, 1,000 listeners | raw clients | `ws` clients | slow `ws` clients | node fan-out p99, ms (raw run) | (`ws` run) |',
+    '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');
 }
 
 /** Scenario 3 (10,000 clients connected) beside scenario 4 (every client: 18,000), per target. */

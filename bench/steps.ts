@@ -40,6 +40,7 @@ export function notifySteps(ctx: BenchContext, t: Target, figure: (name: string)
     ['broadcast-1k', notify(notifyS, '--broadcast'), (r) => ({
       [figure('broadcast_1k_per_s')]: r.rates?.notificationsOnTimePerSecond, [figure('broadcast_1k_all_per_s')]: rate(r),
       [figure('broadcast_1k_p99_ms')]: delivery(r)?.p99, [figure('broadcast_1k_refused_per_s')]: r.counts?.emitsRefused === undefined || !r.durationS ? undefined : r.counts.emitsRefused / r.durationS,
+      [figure('broadcast_1k_closed')]: r.counts?.listenersDropped,
       ...node(r, 'broadcast_1k'),
     })],
     ['notify-paced', notify(pacedS, '-R', '1000'), (r) => ({ [figure('paced_p50_ms')]: delivery(r)?.p50, [figure('paced_p99_ms')]: delivery(r)?.p99, ...node(r, 'paced') })],

@@ -30,6 +30,8 @@ export interface MetricsOptions {
   ready?: () => boolean;
   /** The delivery backlog's two parts, read at each scrape (herald_delivery_backlog_bytes). */
   backlog?: () => { socketBytes: number; fanOutBytes: number };
+  /** Connections whose lag probe is in flight past emit.maxLagMs, read at each scrape (herald_lagging_connections). */
+  lagging?: () => number;
 }
 
 /**
@@ -67,7 +69,7 @@ function increment(counts: Map<number, number>, status: number): void {
   counts.set(status, (counts.get(status) ?? 0) + 1);
 }
 
-export function createMetrics({ ready = () => false, backlog = () => ({ socketBytes: 0, fanOutBytes: 0 }) }: MetricsOptions = {}) {
+export function createMetrics({ ready = () => false, backlog = () => ({ socketBytes: 0, fanOutBytes: 0 }), lagging = () => 0 }: MetricsOptions = {}) {
   const registry = new Registry();
   const responses = new ResponseTally();
   collectDefaultMetrics({ register: registry });
@@ -115,7 +117,7 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
     }),
     emitsRefused: new Counter({
       name: 'herald_emits_refused_total',
-      help: 'Emits refused with 503 OVERLOADED, by reason: backlog (the delivery backlog was past emit.maxBacklogBytes)',
+      help: 'Emits refused with 503 OVERLOADED, by reason: backlog (the delivery backlog was past emit.maxBacklogBytes), lag (most busy connections were further behind than emit.maxLagMs)',
       labelNames: ['reason'],
       registers,
     }),
@@ -129,6 +131,26 @@ export function createMetrics({ ready = () => false, backlog = () => ({ socketBy
         this.set({ part: 'sockets' }, socketBytes);
         this.set({ part: 'fan_out' }, fanOutBytes);
       },
+    }),
+    deliveryLag: new Histogram({
+      name: 'herald_delivery_lag_seconds',
+      help: "How far behind busy connections are: a lag probe's delay from its write behind the connection's data to its pong (or its age when it closed the connection)",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    lagging: new Gauge({
+      name: 'herald_lagging_connections',
+      help: 'Connections whose lag probe has waited longer than emit.maxLagMs',
+      registers,
+      collect() {
+        this.set(lagging());
+      },
+    }),
+    shed: new Counter({
+      name: 'herald_slow_clients_closed_total',
+      help: 'Connections closed with 1013 for reading too slowly, by reason: unsent (their unsent bytes passed websocket.maxBufferedBytes), lag (further behind than websocket.maxLagMs)',
+      labelNames: ['reason'],
+      registers,
     }),
     deliveriesOverBacklog: new Counter({
       name: 'herald_deliveries_over_backlog_total',

@@ -95,7 +95,7 @@ export class Gateway {
     this.#dataSources = dataSources;
     const ready = () => this.#ready && this.broker.ready() && this.#canary.healthy();
     // The hub is built below; the gauge reads its backlog at each scrape.
-    this.metrics = createMetrics({ ready, backlog: () => this.hub.backlog });
+    this.metrics = createMetrics({ ready, backlog: () => this.hub.backlog, lagging: () => this.hub.lag.lagging });
     const { websocket } = config;
     this.#http = new HttpServers({
       server: config.server,
@@ -112,7 +112,8 @@ export class Gateway {
     this.broker = broker;
     this.#canary = this.#canaryFor(broker);
     this.#fleetStatus = new FleetStatus({ broker, sampler: new StatusSampler({ metrics: this.metrics, nodeId: broker.nodeId, ready }), intervalMs: config.status.intervalMs });
-    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket, maxBacklogBytes: config.emit.maxBacklogBytes });
+    const { maxBacklogBytes, maxLagMs: maxEmitLagMs } = config.emit;
+    this.hub = new Hub({ broker, metrics: this.metrics, contain, histories, ...websocket, maxBacklogBytes, maxEmitLagMs });
     // A revocation learned closes what holds its tokens here: #control exists by the time any is learned (listen()).
     this.#revocations = this.#revocationsFor(broker, (subject, revokedAt) => this.#control.closeRevoked(subject, revokedAt));
     this.authenticator = new JwtAuthenticator({ config, dataSources, revocations: this.#revocations, observer: this.#authObserver() });
@@ -154,7 +155,8 @@ export class Gateway {
     const { authenticator, metrics } = this;
     const { userPath } = config;
     const keys = new IdempotencyKeys(broker, metrics, config.emit.idempotencyWindowSeconds);
-    const emits = new Emits({ catalogue, broker, metrics, backlog: this.hub.backlog, whenBacklogged: config.emit.whenBacklogged, keys });
+    const { backlog, lag } = this.hub;
+    const emits = new Emits({ catalogue, broker, metrics, backlog, lag, whenBacklogged: config.emit.whenBacklogged, keys });
     const systemApiOptions = { userPath, authenticator, metrics, emits };
     if (config.server.emitFastPath) {
       const { bodyLimit } = this.#http.backEnd.initialConfig;

@@ -316,29 +316,33 @@ describe('config', () => {
     assert.equal(seeds('other', 'd')?.bare?.seed, undefined);
   });
 
-  it('emit: its defaults, and any maxBacklogBytes / whenBacklogged / idempotencyWindowSeconds / maxBatchEvents taken exactly when valid, else refused naming the field', () => {
-    const { emit } = loadConfigFile(DEFAULT_CONFIG_FILE);
-    assert.deepEqual(emit, { maxBacklogBytes: 32 * 1024 * 1024, whenBacklogged: 'refuse', idempotencyWindowSeconds: 300, maxBatchEvents: 1000 });
+  it('emit: its defaults, and any maxBacklogBytes / whenBacklogged / idempotencyWindowSeconds / maxBatchEvents / maxLagMs taken exactly when valid, else refused naming the field', () => {
+    const { emit, websocket } = loadConfigFile(DEFAULT_CONFIG_FILE);
+    assert.deepEqual(emit, { maxBacklogBytes: 32 * 1024 * 1024, whenBacklogged: 'refuse', maxLagMs: 250, idempotencyWindowSeconds: 300, maxBatchEvents: 1000 });
+    assert.equal(websocket.maxLagMs, 5000);
     const bytes = fc.oneof(fc.integer({ min: -1, max: 1 << 30 }), fc.double(), fc.constantFrom(65536, 131072, '1048576', null));
     const mode = fc.oneof(fc.constantFrom('refuse', 'wait'), fc.string());
     const count = fc.oneof(fc.integer({ min: -1, max: 200_000 }), fc.double(), fc.constantFrom(1, 86_400, 100_000, '5'));
+    const lag = fc.oneof(fc.integer({ min: -1, max: 20_000 }), fc.double(), fc.constantFrom(10, 100, 4999, 5000, '250'));
     const inRange = (value: unknown, min: number, max: number) => Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
     fc.assert(
-      fc.property(bytes, fc.integer({ min: 1024, max: 1 << 26 }), mode, count, count, (maxBacklogBytes, maxBufferedBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents) => {
+      fc.property(bytes, fc.integer({ min: 1024, max: 1 << 26 }), mode, count, count, lag, lag, (maxBacklogBytes, maxBufferedBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents, maxLagMs, maxConnectionLagMs) => {
         const raw = shipped();
-        raw.emit = { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents };
-        raw.websocket = { maxBufferedBytes };
+        raw.emit = { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents, maxLagMs };
+        raw.websocket = { maxBufferedBytes, maxLagMs: maxConnectionLagMs };
         const valid = Number.isSafeInteger(maxBacklogBytes) && (maxBacklogBytes as number) >= 65536
           && (maxBacklogBytes as number) >= 2 * maxBufferedBytes && (whenBacklogged === 'refuse' || whenBacklogged === 'wait')
-          && inRange(idempotencyWindowSeconds, 1, 86_400) && inRange(maxBatchEvents, 1, 100_000);
+          && inRange(idempotencyWindowSeconds, 1, 86_400) && inRange(maxBatchEvents, 1, 100_000)
+          && inRange(maxLagMs, 10, Infinity) && inRange(maxConnectionLagMs, 100, Infinity) && (maxLagMs as number) < (maxConnectionLagMs as number);
         try {
           const config = parseConfig(raw, dir);
           assert.ok(valid, `took ${JSON.stringify(raw.emit)} with maxBufferedBytes ${maxBufferedBytes}`);
-          assert.deepEqual(config.emit, { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents });
+          assert.deepEqual(config.emit, { maxBacklogBytes, whenBacklogged, idempotencyWindowSeconds, maxBatchEvents, maxLagMs });
+          assert.equal(config.websocket.maxLagMs, maxConnectionLagMs);
         } catch (error) {
           assert.ok(error instanceof ConfigError, String(error));
           assert.ok(!valid, error.message);
-          assert.match(error.message, /emit\.(maxBacklogBytes|whenBacklogged|idempotencyWindowSeconds|maxBatchEvents)/);
+          assert.match(error.message, /emit\.(maxBacklogBytes|whenBacklogged|idempotencyWindowSeconds|maxBatchEvents|maxLagMs)|websocket\.maxLagMs/);
         }
       }),
       { numRuns: Number(process.env.HERALD_FUZZ_RUNS ?? 100) },

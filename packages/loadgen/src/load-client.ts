@@ -34,6 +34,8 @@ export interface ClientOptions {
   resume?: boolean;
   /** raw (default): this class, on a plain TCP socket; ws: on the `ws` library (ws-client.ts). */
   kind?: ClientKind;
+  /** ws clients: messages a second read at most, a pause after each (a slow reader); undefined: as fast as it can. */
+  readRate?: number | undefined;
 }
 
 /** Which client a load run is made of (--client). */

@@ -30,6 +30,8 @@ export const USAGE = `usage:
   common: [--tokens api|both] [--criteria person|client|none] [--json FILE] [--quiet] [--timeout S]
           [--client raw|ws] raw (default): plain TCP clients that read frames in place; ws: clients on the \`ws\`
           library (masked frames, a close handshake, every message parsed as JSON), as Node back ends and browsers
+          [--read-rate N] ws clients: each reads at most N messages a second, pausing its socket between them (a
+          client slower than the node; default: as fast as it can)
           [--user-path bench] [--api-user bench] [--api-password bench] [--generator customers] [--people FILE]
   fill, listen: [--max-pending P] at most P clients connecting (or waiting to try again) at once: past it the
           fill slows to what the nodes take rather than pile up attempts that time out (default: no cap)
@@ -55,6 +57,8 @@ export interface CommonOptions {
   tokens: TokenMode;
   /** raw or ws (ws-client.ts). */
   client: ClientKind;
+  /** --read-rate: each ws client reads at most this many messages a second (undefined: as fast as it can). */
+  readRate: number | undefined;
 }
 
 export interface HoldOptions extends CommonOptions {
@@ -127,6 +131,7 @@ const COMMON = {
   criteria: { type: 'string' },
   tokens: { type: 'string', default: 'both' },
   client: { type: 'string', default: 'raw' },
+  'read-rate': { type: 'string' },
   'per-worker': { type: 'string', default: '19000' },
   'per-address': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
@@ -191,6 +196,12 @@ export function swapScheme(url: string, to: 'http' | 'ws'): string {
   return `${to}${secure ? 's' : ''}://${parsed.host}`;
 }
 
+function readRateOf(values: Values): number | undefined {
+  if (values['read-rate'] === undefined) return undefined;
+  if (values.client !== 'ws') throw new UsageError('--read-rate needs --client ws');
+  return number(values, 'read-rate', 0.001);
+}
+
 function common(values: Values, httpBase: string, event: string | undefined, defaultCriteria: CriteriaMode): CommonOptions {
   const criteria = values.criteria === undefined ? defaultCriteria : oneOf(values.criteria, 'criteria', ['person', 'client', 'none'] as const);
   const tokens = oneOf(values.tokens, 'tokens', ['api', 'both'] as const);
@@ -211,6 +222,7 @@ function common(values: Values, httpBase: string, event: string | undefined, def
     criteria,
     tokens,
     client: oneOf(values.client, 'client', CLIENT_KINDS),
+    readRate: readRateOf(values),
   };
 }
 

@@ -36,6 +36,8 @@ export interface PoolSpec {
   resume?: boolean;
   /** --client: raw (default) or ws (ws-client.ts). */
   client?: ClientKind;
+  /** --read-rate: messages a second each ws client reads at most (undefined: as fast as it can). */
+  readRate?: number | undefined;
 }
 
 
@@ -115,7 +117,7 @@ export class Pool implements ClientGroup, ClientObserver, ReconnectHost {
   #clientOptions(index: number): ClientOptions {
     const localAddress = sourceAddress(index, this.#spec.perAddress);
     let options = this.#options.get(localAddress);
-    if (!options) this.#options.set(localAddress, (options = { localAddress, timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume, kind: this.#spec.client }));
+    if (!options) this.#options.set(localAddress, (options = { localAddress, timeoutMs: this.#spec.timeoutMs, resume: this.#spec.resume, kind: this.#spec.client, readRate: this.#spec.readRate }));
     return options;
   }
 

@@ -20,6 +20,15 @@ export function newClient(index: number, plan: ClientPlan, observer: ClientObser
 
 export class WsLoadClient extends LoadClient {
   #socket: WebSocket | undefined;
+  /** --read-rate: the pause after each message, in ms (0: none). */
+  readonly #readGapMs: number;
+  /** When the paced client may read its next message (performance.now()). */
+  #nextReadAt = 0;
+
+  constructor(index: number, plan: ClientPlan, observer: ClientObserver, options: ClientOptions, since?: FramePosition) {
+    super(index, plan, observer, options, since);
+    this.#readGapMs = options.readRate === undefined ? 0 : 1000 / options.readRate;
+  }
 
   protected override connect(localAddress: string | undefined): void {
     const socket = new WebSocket(this.plan.url, {
@@ -37,6 +46,7 @@ export class WsLoadClient extends LoadClient {
       const bytes = data as Buffer;
       if (!isBinary) JSON.parse(bytes.toString('utf8'));
       this.message(bytes);
+      if (this.#readGapMs > 0) this.#pace(socket);
     });
     socket.on('unexpected-response', (_request, response) => {
       this.refused(response.statusCode ?? 0);
@@ -44,6 +54,18 @@ export class WsLoadClient extends LoadClient {
     });
     socket.on('error', (error: NodeJS.ErrnoException) => this.lost(error.code ?? error.message));
     socket.on('close', (code: number) => this.ended(code));
+  }
+
+  /**
+   * A slow reader: the socket is paused until the next message is due, so that the node's data waits in the kernels'
+   * buffers, as behind a slow device or network. A message ws had already read still comes: the pace holds on average.
+   */
+  #pace(socket: WebSocket): void {
+    const now = performance.now();
+    this.#nextReadAt = Math.max(this.#nextReadAt, now) + this.#readGapMs;
+    if (this.#nextReadAt - now < 1) return;
+    socket.pause();
+    setTimeout(() => socket.resume(), this.#nextReadAt - now);
   }
 
   protected override sendText(text: string): void {

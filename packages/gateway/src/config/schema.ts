@@ -71,6 +71,12 @@ const websocket = z
     maxPayload: z.number().int().min(1024).default(64 * 1024),
     /** Unsent bytes a client may hold before the node closes it with 1013. Default 1 MiB. */
     maxBufferedBytes: z.number().int().min(1024).default(1024 * 1024),
+    /**
+     * How far behind in time a connection may be (a lag probe unanswered this long: docs/architecture.md, "Delivery
+     * lag") before the node closes it with 1013, so that a reader too slow for its notifications is told, not fed.
+     * Default 5000 ms.
+     */
+    maxLagMs: z.number().int().min(100).default(5000),
     /** Interval between ping frames; a client that has not answered the previous one is closed. Default 60 s. */
     pingIntervalMs: z.number().int().min(100).default(60_000),
     /** Distinct subscriptions one connection may hold. Default 100. */
@@ -102,6 +108,12 @@ const emit = z
      * within the bound again, so that a back end that awaits each call is paced by the node.
      */
     whenBacklogged: z.enum(['refuse', 'wait']).default('refuse'),
+    /**
+     * How far behind in time most of the node's busy connections may be before an emit is refused (503 OVERLOADED,
+     * Retry-After) or waits (whenBacklogged), like the backlog bound but counting what the kernel holds too. Below
+     * websocket.maxLagMs. Default 250 ms (docs/configuration.md: how it was chosen).
+     */
+    maxLagMs: z.number().int().min(10).default(250),
     /**
      * How long an emit's Idempotency-Key is remembered, fleet-wide: a repeat within it (same API user, same key) is
      * answered as the first was and published nowhere. Default 300 s; at most a day.
@@ -517,6 +529,10 @@ export const configSchema = z
   })
   .strict()
   .refine((c) => c.ingest === undefined || c.redis !== undefined, { message: 'the emit stream is a Redis stream: set redis too', path: ['ingest'] })
+  .refine((c) => c.emit.maxLagMs < c.websocket.maxLagMs, {
+    message: 'must be below websocket.maxLagMs: one slow reader is closed, not let hold back the emits',
+    path: ['emit', 'maxLagMs'],
+  })
   .refine((c) => c.emit.maxBacklogBytes >= 2 * c.websocket.maxBufferedBytes, {
     message: 'must be at least twice websocket.maxBufferedBytes (one slow client alone must not hold every emit back)',
     path: ['emit', 'maxBacklogBytes'],

@@ -7,6 +7,7 @@ import type { ApiUser } from '../auth/authenticator.ts';
 import { DeliveryPending, type Broker, type Once } from '../broker/broker.ts';
 import type { EmitConfig } from '../config/schema.ts';
 import type { DeliveryBacklog } from '../hub/backlog.ts';
+import type { DeliveryLag } from '../hub/lag.ts';
 import { GatewayError } from '../errors.ts';
 import type { EventCatalogue } from '../events/catalogue.ts';
 import type { Metrics } from '../metrics.ts';
@@ -19,6 +20,8 @@ export interface EmitOptions {
   metrics: Metrics;
   /** The hub's: what an emit checks before it is taken, and what a waiting one waits for. */
   backlog: DeliveryBacklog;
+  /** The hub's: how far behind in time its busy connections are, checked and waited for as the backlog is. */
+  lag: DeliveryLag;
   whenBacklogged: EmitConfig['whenBacklogged'];
   /** Emits' Idempotency-Keys, fleet-wide. */
   keys: IdempotencyKeys;
@@ -38,7 +41,7 @@ export interface EmitBody {
   eventData: Record<string, unknown>;
 }
 
-/** Seconds a refused emit is told to wait: the backlog drains at the clients' pace, within a second or so. */
+/** Seconds a refused emit is told to wait: the backlog and the lag drain at the clients' pace, within a second or so. */
 const OVERLOADED_RETRY_AFTER_S = 1;
 
 /** One emit, once its caller is known and its body's shape checked. */
@@ -77,17 +80,21 @@ export class Emits {
   }
 
   /**
-   * Publish a checked emit within the node's backlog bound, and settle its claim (freed if it was not published):
+   * Publish a checked emit within the node's backlog and lag bounds, and settle its claim (freed if it was not published):
    * answers how it was published. Its first Redis commands are sent before this returns, so emits published one after
    * another in a turn of the event loop are appended in that order.
    */
   async publish({ name, eventData }: EmitBody, claim: ClaimedKey | undefined): Promise<Published> {
-    const { backlog, metrics, broker } = this.#options;
+    const { backlog, lag, metrics, broker } = this.#options;
     let done: Published;
     try {
       if (!this.#waits && backlog.over) {
         metrics.emitsRefused.inc({ reason: 'backlog' });
         throw new GatewayError('OVERLOADED', `this node has more than ${backlog.bound} bytes on their way to its clients`, OVERLOADED_RETRY_AFTER_S);
+      }
+      if (!this.#waits && lag.refuses()) {
+        metrics.emitsRefused.inc({ reason: 'lag' });
+        throw new GatewayError('OVERLOADED', `this node's busy clients are ${Math.round(lag.medianMs)} ms behind (median; every emit is refused past ${lag.emitBoundMs} ms)`, OVERLOADED_RETRY_AFTER_S);
       }
       metrics.emits.inc({ event: name });
       done = await published(broker, metrics, name, eventData, claim?.once);
@@ -108,7 +115,7 @@ export class Emits {
     if (claim !== undefined && isReplayed(claim)) return { name: body.name, ...claim, replayed: true };
     const done = await this.publish(body, claim);
     // This node's own fan-out of it was begun within publish (a route's history may hold it back): waited for.
-    if (this.#waits) await this.#options.backlog.settled();
+    if (this.#waits) await Promise.all([this.#options.backlog.settled(), this.#options.lag.settled()]);
     return { name: body.name, ...done, replayed: false };
   };
 }

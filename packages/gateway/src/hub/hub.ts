@@ -17,6 +17,7 @@ import { eventIdOf, project, routeEventOf, routeOf, shapeKeyOf, valuesKeyIn, typ
 import type { Metrics } from '../metrics.ts';
 import { DeliveryBacklog } from './backlog.ts';
 import { FanOuts } from './fan-out.ts';
+import { DeliveryLag } from './lag.ts';
 import { addTo, findIn, membersOf, removeFrom, sizeOf, type OneOrMany } from './one-or-many.ts';
 import { CoalescedWrites, textFrame } from '../wire/frames.ts';
 import type { RouteEntry, RouteHistoryHost } from './route-history.ts';
@@ -39,6 +40,10 @@ export interface HubOptions {
   fanOutChunk: number;
   /** emit.maxBacklogBytes: the delivery backlog's bound. */
   maxBacklogBytes: number;
+  /** emit.maxLagMs: past it, a connection's lag counts against the node's emits. */
+  maxEmitLagMs: number;
+  /** websocket.maxLagMs: a connection this far behind is closed. */
+  maxLagMs: number;
 }
 
 export class Hub {
@@ -48,6 +53,8 @@ export class Hub {
   readonly #metrics: Metrics;
   /** Bytes on their way to this node's sockets: what an emit checks before it is taken. */
   readonly backlog: DeliveryBacklog;
+  /** How far behind in time the busy connections are: what an emit checks beside the backlog. */
+  readonly lag: DeliveryLag;
   /** Notifications to one client within a turn of the event loop leave in one system call. */
   readonly #out: CoalescedWrites;
   readonly #fanOuts: FanOuts;
@@ -61,6 +68,12 @@ export class Hub {
     const metrics = options.metrics;
     this.backlog = new DeliveryBacklog(options.maxBacklogBytes);
     this.#out = new CoalescedWrites(this.backlog);
+    this.lag = new DeliveryLag({
+      emitBoundMs: options.maxEmitLagMs,
+      connectionBoundMs: options.maxLagMs,
+      observe: (lagMs) => metrics.deliveryLag.observe(lagMs / 1000),
+      shed: (session, lagMs) => this.shed(session, 'lag', `slow client: ${Math.round(lagMs)} ms behind, past the bound`),
+    });
     this.#fanOuts = new FanOuts({
       metrics,
       contain: options.contain,
@@ -88,7 +101,7 @@ export class Hub {
       },
       overflow: (session) => {
         this.#metrics.drops.inc({ reason: 'slow_client' });
-        this.shed(session);
+        this.shed(session, 'unsent');
       },
       duplicate: () => this.#metrics.historyDuplicates.inc(),
       maxBufferedBytes: options.maxBufferedBytes,
@@ -110,6 +123,7 @@ export class Hub {
     for (const subscription of membersOf(session.subscriptions)) this.#leave(session, subscription);
     session.subscriptions = undefined;
     if (this.#resumes.size > 0) this.#resumes.forget(session);
+    this.lag.forget(session);
   }
 
   /**
@@ -221,10 +235,11 @@ export class Hub {
     }
     if (session.unsentBytes > this.#options.maxBufferedBytes) {
       this.#dropped(kind, 'slow_client');
-      this.shed(session);
+      this.shed(session, 'unsent');
       return false;
     }
     session.send(frame, this.#out);
+    this.lag.wrote(session, frame.length);
     return true;
   }
 
@@ -443,10 +458,14 @@ export class Hub {
     void this.#options.broker.removeRoute(route);
   }
 
-  /** Close a client that does not read fast enough, before its unsent data (or what is held for it) grows the node's memory. */
-  shed(session: Session): void {
+  /**
+   * Close a client that does not read fast enough (1013): before its unsent data (or what is held for it) grows the
+   * node's memory, or once it is further behind in time than websocket.maxLagMs (lag.ts).
+   */
+  shed(session: Session, reason: 'unsent' | 'lag', why = 'slow client: unsent data passed the bound'): void {
+    this.#metrics.shed.inc({ reason });
     this.close(session);
-    session.end(CloseCode.TRY_AGAIN_LATER, 'slow client: unsent data passed the bound');
+    session.end(CloseCode.TRY_AGAIN_LATER, why);
   }
 }
 

@@ -37,6 +37,7 @@ export interface LocalRoute {
 export interface SessionHandler {
   onFrame(session: Session, data: RawData): void;
   onClose(session: Session, code: number): void;
+  onPong(session: Session, payload: Buffer): void;
 }
 
 export class Session {
@@ -58,6 +59,10 @@ export class Session {
   framesInFlight = 0;
   /** Cleared when a ping is sent, set again by the pong. */
   alive = true;
+  /** Bytes written in its busy window since its last lag probe; -1 while one is in flight or it rests after one (lag.ts). */
+  unprobedBytes = 0;
+  /** The lag clock's tick its busy window began at. */
+  unprobedSince = 0;
   /** Set once the hub has let go of this session; later closes and sends are no-ops. */
   closed = false;
 

@@ -20,6 +20,9 @@ export interface StatusRecord {
   /** Fan-out (an emit's arrival at this node to its last write), quantiles over the window, in ms; null without any. */
   fanOutP50Ms: number | null;
   fanOutP99Ms: number | null;
+  /** How far behind busy connections were (lag probes answered), quantiles over the window, in ms; null without any. */
+  lagP50Ms: number | null;
+  lagP99Ms: number | null;
   /** Canary round trips over the window, median, in ms; null without any. */
   canarySelfMs: number | null;
   canaryPeerMs: number | null;
@@ -71,6 +74,8 @@ export class StatusSampler {
       notificationsPerSecond: round(delta('sent:') / seconds),
       fanOutP50Ms: quantileMs(window('fanout:'), 0.5),
       fanOutP99Ms: quantileMs(window('fanout:'), 0.99),
+      lagP50Ms: quantileMs(window('lag:'), 0.5),
+      lagP99Ms: quantileMs(window('lag:'), 0.99),
       canarySelfMs: quantileMs(window('canary:self'), 0.5),
       canaryPeerMs: quantileMs(window('canary:peer'), 0.5),
       drops,
@@ -79,7 +84,7 @@ export class StatusSampler {
 }
 
 /** The counters of what was dropped or refused on the way to a client: each is a key prefix below. */
-const DROPPED = ['notifications', 'replies', 'canary_missed', 'emits_failed'];
+const DROPPED = ['notifications', 'replies', 'canary_missed', 'emits_failed', 'slow_clients_closed'];
 
 /** Every counter the record reads, as `<name>:<label value>` -> total (labels summed where the record needs no split). */
 async function countersOf(metrics: Metrics): Promise<Totals> {
@@ -96,6 +101,7 @@ async function countersOf(metrics: Metrics): Promise<Totals> {
   await add('replies', metrics.repliesDropped, 'reason');
   await add('canary_missed', metrics.canaryMissed, 'target');
   await add('emits_failed', metrics.emitsFailed);
+  await add('slow_clients_closed', metrics.shed, 'reason');
   return totals;
 }
 
@@ -112,6 +118,7 @@ async function bucketsOf(metrics: Metrics): Promise<Map<string, Totals>> {
     }
   };
   await add('fanout', metrics.fanOutSeconds);
+  await add('lag', metrics.deliveryLag);
   await add('canary', metrics.canaryRoundTrip, 'target');
   return histograms;
 }

@@ -83,9 +83,9 @@ function onClose(this: SessionSocket, code: number): void {
   session?.handler.onClose(session, code);
 }
 
-function onPong(this: SessionSocket): void {
+function onPong(this: SessionSocket, payload: Buffer): void {
   const session = this[kSession];
-  if (session) session.alive = true;
+  session?.handler.onPong(session, payload);
 }
 
 /** Socket errors (resets, frames over maxPayload) end in a 'close' event; unlistened, they would crash the node. */
@@ -149,6 +149,12 @@ export class WebSocketTransport implements SessionHandler {
     } catch (error) {
       this.#failFrame(session, error);
     }
+  }
+
+  /** Any pong shows the client alive; a lag probe's also says how far behind it is. */
+  onPong(session: Session, payload: Buffer): void {
+    session.alive = true;
+    if (payload.length > 0) this.#options.hub.lag.answered(session, payload);
   }
 
   onClose(session: Session, code: number): void {

@@ -15,10 +15,11 @@ const MAX_BACKLOG = 2 * MAX_BUFFERED;
 const SLOW_CLIENTS = 4;
 const payload = 'x'.repeat(16 * 1024);
 
+/** The lag bounds (lag.test.ts) past any test's length: clients that stop reading would pass them first. */
 function backlogged(raw: Record<string, any>, whenBacklogged: string, emitFastPath = true): void {
   raw.server.emitFastPath = emitFastPath;
-  raw.websocket = { maxBufferedBytes: MAX_BUFFERED };
-  raw.emit = { maxBacklogBytes: MAX_BACKLOG, whenBacklogged };
+  raw.websocket = { maxBufferedBytes: MAX_BUFFERED, maxLagMs: 600_000 };
+  raw.emit = { maxBacklogBytes: MAX_BACKLOG, whenBacklogged, maxLagMs: 300_000 };
 }
 
 async function backlogBytes(node: TestNode): Promise<number> {

@@ -16,7 +16,7 @@ import { Session, type SessionHandler } from '../../src/hub/session.ts';
 import { createMetrics } from '../../src/metrics.ts';
 
 const API_TOKEN: VerifiedApiToken = { user: { name: 'app', groups: new Set(['g']) }, issuedAt: 0, expiresAt: Infinity };
-const NO_HANDLER: SessionHandler = { onFrame: () => {}, onClose: () => {} };
+const NO_HANDLER: SessionHandler = { onFrame: () => {}, onClose: () => {}, onPong: () => {} };
 
 /** A socket as far as the hub looks at one: open, with `unsent` bytes waiting, and its close recorded. */
 function fakeSocket(unsent = 0) {
@@ -78,6 +78,8 @@ describe('Hub', () => {
       maxBufferedBytes: 1024,
       fanOutChunk: 2,
       maxBacklogBytes: 1 << 20,
+      maxEmitLagMs: 250,
+      maxLagMs: 5000,
     });
     await broker.start((event, eventData, positions, json) => hub.deliver(event, eventData, positions, json));
   });

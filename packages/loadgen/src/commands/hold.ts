@@ -24,7 +24,7 @@ function progressLine(options: HoldOptions, s: PoolSnapshot, elapsedS: number, o
 export async function hold(options: HoldOptions, signal?: AbortSignal): Promise<CommandResult> {
   const roster = await prepareRoster(options, options.wsUrl);
   const { rate, maxPending, perAddress, timeoutMs, reconnect } = options;
-  const group = clientGroup({ roster, first: options.first, count: options.clients, rate, maxPending, perAddress, timeoutMs, reconnect, tallyEmits: false, client: options.client }, options.perWorker);
+  const group = clientGroup({ roster, first: options.first, count: options.clients, rate, maxPending, perAddress, timeoutMs, reconnect, tallyEmits: false, client: options.client, readRate: options.readRate }, options.perWorker);
   const clients = new RateSamples();
   const notifications = new RateSamples();
   const began = performance.now();

@@ -91,7 +91,7 @@ export async function notify(options: NotifyOptions, signal?: AbortSignal): Prom
   const { connectRate: rate, perAddress, timeoutMs, reconnect } = options;
   // Paced broadcasts are told apart at the listeners, so that each one's last told can be reported.
   const tallyEmits = options.broadcast && options.rate !== undefined;
-  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume, client: options.client }, options.perWorker);
+  const group = clientGroup({ roster, first: 0, count: options.clients, rate, perAddress, timeoutMs, reconnect, tallyEmits, resume: options.resume, client: options.client, readRate: options.readRate }, options.perWorker);
   const progress = new Progress(options.quiet);
   const emits = new RateSamples();
   const notifications = new RateSamples();

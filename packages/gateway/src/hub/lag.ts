@@ -1,0 +1,269 @@
+/**
+ * How far behind, in time, this node's busy connections are: through everything between the node and the client's
+ * reading (the node's stream, both kernels' buffers, the network, the client's own queue of frames), which the
+ * delivery backlog's bytes cannot see once the kernel has taken them.
+ *
+ * A busy connection (written PROBE_AFTER_BYTES within BUSY_TICKS) gets a ping behind its data, with one byte of
+ * payload that tells it from the liveness ping. Its client answers once it has read all that came before, so the
+ * pong's delay is the connection's lag. A connection written a notification now and then is never probed; one
+ * answered rests a few ticks before the next probe, so that a fast reader costs a few pings a second at most. A probe
+ * unanswered for websocket.maxLagMs closes its connection.
+ *
+ * Each tick, every connection probed lately has one vote: the age of its probe in flight, else its last probe's lag.
+ * The node's lag is the median vote, so that one slow reader among busy ones holds back nobody (it is closed instead).
+ * Past emit.maxLagMs every emit is refused. Past half of it the emits let in are limited, and the limit halved (once a
+ * lag, the time its effect takes to show); caught up, the limit grows by a step a tick, and goes once emits no longer
+ * meet it. A lag is only known once a probe comes back: a node that let in every emit until then, or all at once
+ * after, would give its clients a second or more to read before the next probe could tell.
+ */
+import type { Session } from './session.ts';
+
+export interface LagOptions {
+  /** emit.maxLagMs: the node's lag past which every emit is refused (or waits). */
+  emitBoundMs: number;
+  /** websocket.maxLagMs: a probe unanswered this long closes its connection. */
+  connectionBoundMs: number;
+  /** A probe's lag in ms: answered, or found past websocket.maxLagMs. */
+  observe(lagMs: number): void;
+  /** Close a connection whose probe has waited past websocket.maxLagMs. */
+  shed(session: Session, lagMs: number): void;
+}
+
+/** A connection's last answered probe. */
+interface Answer {
+  lagMs: number;
+  tick: number;
+}
+
+/** The probe's payload: the liveness ping has none. */
+const PROBE = Buffer.from('l');
+/**
+ * Bytes written to a connection within BUSY_TICKS after which it is probed. Small, so that a probe waits behind little
+ * more than it: the lag it measures is that of the data before it.
+ */
+export const PROBE_AFTER_BYTES = 4 * 1024;
+const TICK_MS = 50;
+/** A connection's bytes count toward a probe for a second. */
+const BUSY_TICKS = 20;
+/** A connection's last answer votes for half a second. */
+const VOTE_TICKS = 10;
+/** Caught up (the lag within half of emit.maxLagMs), the limit on emits grows this much a tick: half again a second. */
+const GROWTH = 1.02;
+/** Well within it (a quarter), with busy connections to show it, this much: tenfold a second. */
+const FAST_GROWTH = 1.125;
+/** A lag that grew this much a ms over the last SLOPE_TICKS (from their lowest) is climbing. */
+const CLIMBING = 0.3;
+const SLOPE_TICKS = 10;
+/** Ticks after a cut during which the limit only takes short steps. */
+const SETTLE_TICKS = 40;
+/** The weight of a tick in the mean of emits let in a tick. */
+const MEAN_WEIGHT = 0.2;
+/** Ticks an answered connection waits before it may be probed again. */
+const REST_TICKS = 4;
+/** The votes' histogram: STEPS buckets per doubling of the lag, from 1 ms to 2^OCTAVES ms. */
+const STEPS = 8;
+const OCTAVES = 17;
+
+export class DeliveryLag {
+  readonly #options: LagOptions;
+  /** Probes in flight, in the order sent: session -> sent at (performance.now()). */
+  readonly #inFlight = new Map<Session, number>();
+  /** Each connection's last answered probe within BUSY_TICKS, the oldest first. */
+  readonly #answers = new Map<Session, Answer>();
+  /** Connections answered in each of the last REST_TICKS ticks, to be probed again after. */
+  readonly #resting: Set<Session>[] = Array.from({ length: REST_TICKS }, () => new Set());
+  readonly #votes = new Uint32Array(STEPS * OCTAVES + 1);
+  /** Ticks since the node started, while it ticks: the clock of the connections' busy windows. */
+  #ticks = 0;
+  /** The last tick in which a connection was written to: ticking stops a window after, with nothing in flight. */
+  #lastWrite = 0;
+  #wroteThisTick = false;
+  #timer: NodeJS.Timeout | undefined;
+  #waiters: (() => void)[] = [];
+  /** The median vote at the last tick, in ms (0 without votes). */
+  medianMs = 0;
+  /** Probes in flight past emit.maxLagMs at the last tick. */
+  lagging = 0;
+  /** Whether the node's lag is past emit.maxLagMs: every emit is refused, or waits. */
+  over = false;
+  /** Emits let in a tick while the node has been behind lately; Infinity otherwise. */
+  #limit = Infinity;
+  /** Emits that may still be let in: the limit added each tick, kept up to twice it. */
+  #credit = 0;
+  #letIn = 0;
+  #meanLetIn = 0;
+  /** The tick before which the limit is not halved again. */
+  #calmUntil = 0;
+  /** Ticks in a row in which emits did not reach half the limit. */
+  #unmet = 0;
+  /** The median of each of the last SLOPE_TICKS ticks, by tick. */
+  readonly #medians = new Float64Array(SLOPE_TICKS);
+  #wasOver = false;
+  /** The tick of the last cut. */
+  #lastCut = -Infinity;
+
+  constructor(options: LagOptions) {
+    this.#options = options;
+  }
+
+  get emitBoundMs(): number {
+    return this.#options.emitBoundMs;
+  }
+
+  /** Whether to refuse this emit: past emit.maxLagMs, or past the limit; else it is counted as let in. */
+  refuses(): boolean {
+    if (this.over) return true;
+    if (this.#limit !== Infinity) {
+      if (this.#credit < 1) return true;
+      this.#credit--;
+    }
+    this.#letIn++;
+    return false;
+  }
+
+  /** `bytes` were written to `session`: probe it once it is busy. */
+  wrote(session: Session, bytes: number): void {
+    this.#wroteThisTick = true;
+    this.#timer ??= setInterval(this.#tick, TICK_MS).unref();
+    if (session.unprobedBytes < 0) return;
+    if (this.#ticks - session.unprobedSince > BUSY_TICKS) {
+      session.unprobedBytes = 0;
+      session.unprobedSince = this.#ticks;
+    }
+    if ((session.unprobedBytes += bytes) < PROBE_AFTER_BYTES) return;
+    session.unprobedBytes = -1;
+    this.#inFlight.set(session, performance.now());
+    session.socket.ping(PROBE);
+  }
+
+  /** A pong: a probe's answer if it carries the probe's payload and one is in flight (any other is ignored). */
+  answered(session: Session, payload: Buffer): void {
+    if (!PROBE.equals(payload)) return;
+    const sentAt = this.#inFlight.get(session);
+    if (sentAt === undefined) return;
+    this.#inFlight.delete(session);
+    const lagMs = performance.now() - sentAt;
+    this.#options.observe(lagMs);
+    this.#answers.delete(session);
+    this.#answers.set(session, { lagMs, tick: this.#ticks });
+    this.#resting[this.#ticks % REST_TICKS]!.add(session);
+  }
+
+  /** A closed connection: it no longer votes. */
+  forget(session: Session): void {
+    this.#inFlight.delete(session);
+    this.#answers.delete(session);
+  }
+
+  /** Resolves once the node's lag is within emit.maxLagMs (at once if it is). */
+  settled(): Promise<void> {
+    if (!this.over) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Stop ticking (the node is closing). */
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  readonly #tick = (): void => {
+    if (this.#wroteThisTick) this.#lastWrite = this.#ticks;
+    this.#wroteThisTick = false;
+    this.#ticks++;
+    const rested = this.#resting[this.#ticks % REST_TICKS]!;
+    for (const session of rested) {
+      session.unprobedBytes = 0;
+      session.unprobedSince = this.#ticks;
+    }
+    rested.clear();
+    const votes = this.#count();
+    this.#judge(votes);
+    this.#limitEmits(votes);
+    // Nothing written for a while and no limit to grow: nothing to tick for.
+    if (this.#inFlight.size === 0 && this.#answers.size === 0 && this.#ticks - this.#lastWrite > BUSY_TICKS && this.#limit === Infinity) this.stop();
+  };
+
+  /** Each busy connection's vote into the histogram (probes past websocket.maxLagMs shed); answers how many. */
+  #count(): number {
+    const now = performance.now();
+    const { emitBoundMs, connectionBoundMs } = this.#options;
+    this.#votes.fill(0);
+    let votes = 0;
+    this.lagging = 0;
+    for (const [session, sentAt] of this.#inFlight) {
+      const ageMs = now - sentAt;
+      if (ageMs > connectionBoundMs) {
+        this.#inFlight.delete(session);
+        this.#options.observe(ageMs);
+        this.#options.shed(session, ageMs);
+        continue;
+      }
+      if (ageMs > emitBoundMs) this.lagging++;
+      this.#votes[bucketOf(ageMs)]!++;
+      votes++;
+    }
+    for (const [session, answer] of this.#answers) {
+      if (this.#ticks - answer.tick > VOTE_TICKS) this.#answers.delete(session);
+      else if (!this.#inFlight.has(session)) {
+        this.#votes[bucketOf(answer.lagMs)]!++;
+        votes++;
+      }
+    }
+    return votes;
+  }
+
+  #judge(votes: number): void {
+    let bucket = 0;
+    for (let counted = this.#votes[0]!; counted * 2 < votes; counted += this.#votes[bucket]!) bucket++;
+    this.medianMs = votes === 0 ? 0 : 2 ** (bucket / STEPS);
+    this.over = this.medianMs > this.#options.emitBoundMs;
+    if (!this.over && this.#waiters.length > 0) {
+      for (const resolve of this.#waiters) resolve();
+      this.#waiters = [];
+    }
+  }
+
+  /**
+   * The limit on emits let in. Passing the bound (every emit is then refused), it is halved; a node without a limit
+   * takes half of what it let in lately. Climbing past half of the bound, it is cut by how much faster the lag climbed
+   * than time went by (a lag that grew a second in a second: the clients read half what they were sent), once a lag
+   * (the time a cut takes to show). Caught up, it grows a step a tick: a long one once no cut was needed for a while
+   * and busy connections show the lag well within the bound, else a short one (clients idle after a refusal tell
+   * nothing). It goes once emits no longer meet it.
+   */
+  #limitEmits(votes: number): void {
+    const letIn = this.#letIn;
+    this.#letIn = 0;
+    this.#meanLetIn += (letIn - this.#meanLetIn) * MEAN_WEIGHT;
+    const { emitBoundMs } = this.#options;
+    const median = this.medianMs;
+    const climb = (median - Math.min(...this.#medians)) / (SLOPE_TICKS * TICK_MS);
+    this.#medians[this.#ticks % SLOPE_TICKS] = median;
+    const entered = this.over && !this.#wasOver;
+    this.#wasOver = this.over;
+    if (this.over || median > emitBoundMs / 2) {
+      this.#unmet = 0;
+      if (entered) this.#cut(2);
+      else if (!this.over && climb > CLIMBING && this.#ticks >= this.#calmUntil) this.#cut(1 + climb);
+    } else if (this.#limit !== Infinity) {
+      this.#unmet = letIn < this.#limit / 2 ? this.#unmet + 1 : 0;
+      const fast = votes > 0 && median <= emitBoundMs / 4 && this.#ticks - this.#lastCut > SETTLE_TICKS;
+      this.#limit = this.#unmet > BUSY_TICKS ? Infinity : this.#limit * (fast ? FAST_GROWTH : GROWTH);
+    }
+    this.#credit = Math.min(this.#credit + this.#limit, Math.max(1, 2 * this.#limit));
+  }
+
+  #cut(by: number): void {
+    const limit = this.#limit === Infinity ? Math.max(this.#meanLetIn, 1) : this.#limit;
+    this.#limit = limit / by;
+    this.#lastCut = this.#ticks;
+    this.#calmUntil = this.#ticks + Math.ceil(this.medianMs / TICK_MS);
+  }
+}
+
+/** The histogram bucket of a lag: the first whose bound (2^(i/STEPS) ms) is at least it. */
+function bucketOf(lagMs: number): number {
+  if (lagMs <= 1) return 0;
+  return Math.min(STEPS * OCTAVES, Math.ceil(Math.log2(lagMs) * STEPS));
+}
