@@ -223,6 +223,7 @@ and notify run made ${run.rateRuns === 1 ? 'once' : `${run.rateRuns} times, the 
 \`\`\`sh
 make bench-quick     # node bench/run.ts --quick
 make bench           # node bench/run.ts
+make bench-fleet     # node bench/fleet.ts: AnyCable's broker benchmark scenario on a fleet, apart (fleet.md)
 ${r.commands.join('\n')}
 \`\`\`
 

@@ -292,8 +292,9 @@ test('channels: 30 clients on 3 channels, half of them senders, each joining aga
   assert.equal(counts.readyAtStart, 30);
   assert.ok(counts.emitsOk! > 0 && counts.emitsNon2xx === 0 && counts.emitErrors === 0, JSON.stringify(counts));
   assert.equal(latency.rtt?.count, counts.emitsOk);
-  // Clients leave and join all along: a broadcast may miss one that was between two sessions.
-  assert.ok(counts.received! >= counts.expected! * 0.95 && counts.received! <= counts.expected!, JSON.stringify(counts));
+  // Clients leave and join all along: a broadcast may miss one that left while it was on its way, or reach one that
+  // joined then (expected counts the channel's clients ready when the emit was written).
+  assert.ok(Math.abs(counts.received! - counts.expected!) <= counts.expected! * 0.05, JSON.stringify(counts));
   assert.equal(latency.broadcast?.count, counts.received);
   assert.ok(latency.echo!.count > 0, 'senders read their own broadcasts back');
   assert.ok(counts.historyFetches! > 0 && counts.historyReceived! > 0, JSON.stringify(counts));
