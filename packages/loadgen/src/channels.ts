@@ -17,6 +17,7 @@ import { Histogram } from './histogram.ts';
 import { HttpConnection, jsonPostHead } from './http-connection.ts';
 import type { ClientKind, ClientObserver, HistoryOutcome, LoadClient } from './load-client.ts';
 import { paced } from './pool.ts';
+import { pause } from './prepare.ts';
 import { planClient, type Roster } from './roster.ts';
 import { sourceAddress } from './source-addresses.ts';
 import { newClient } from './ws-client.ts';
@@ -125,7 +126,7 @@ export class ChannelRun implements ClientObserver {
     await paced(this.#spec.clients, this.#spec.connectRate, signal, (i) => this.#join(i));
     const until = performance.now() + this.#spec.timeoutMs;
     while (this.#ready + Object.values(this.figures.failures).reduce((a, b) => a + b, 0) < this.#spec.clients && performance.now() < until && !signal?.aborted) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await pause(100, signal);
     }
   }
 
