@@ -2,12 +2,13 @@
 # Both install what is missing first: Node.js 24, pnpm, the workspace's packages (and for tests redis-server, HAProxy
 # and Chromium).
 # `make cluster N=3` starts a local fleet in the background (Redis, N nodes, HAProxy); `make cluster-stop` ends it.
+# `make bench-fleet` runs AnyCable's broker benchmark scenario on such a fleet (docs/benchmarks/fleet.md).
 SHELL := /bin/bash
 NODE_MAJOR := 24
 PNPM_VERSION := 12.4.2
 N ?= 3
 
-.PHONY: run test deps node pnpm packages redis haproxy chromium typecheck unit cluster cluster-stop bench bench-quick scale
+.PHONY: run test deps node pnpm packages redis haproxy chromium typecheck unit cluster cluster-stop bench bench-quick bench-fleet scale
 
 # NODE_COMPILE_CACHE: Node.js keeps the compiled modules (types stripped) there, so that a node's next start neither
 # compiles them nor loads the type stripper: ~30 MB less per node process (docs/configuration.md).
@@ -70,6 +71,14 @@ bench-quick: deps redis
 
 bench: deps redis
 	node bench/run.ts
+
+# AnyCable's broker benchmark scenario (bench/fleet.ts, docs/benchmarks/fleet.md): one redis-server, 3 nodes behind
+# HAProxy, on free ports; `wsload channels` with 1,500 clients on 5 channels, half of them senders, history fetched at
+# join, at 0.1×, 0.2×, 0.5×, 1× and 10× of 0.7 broadcasts a second a sender, twice each (~8 minutes). Stops by itself, and stops
+# every process it started. ARGS passes more options (e.g. ARGS="--levels 1,2,5 --rounds 1"; --record writes the
+# figures into docs/benchmarks/results.json).
+bench-fleet: deps redis haproxy
+	node bench/fleet.ts $(ARGS)
 
 # Scale on one machine (bench/scale.ts, docs/benchmarks/scale.md): Redis and as many nodes as CLIENTS need, then
 # wsload's workers hold CLIENTS clients, level by level, each level's memory sampled; then notifications, broadcasts,

@@ -32,9 +32,15 @@ const WSLOAD = `${ROOT}packages/loadgen/src/cli.ts`;
 const DEFAULT_CONFIG = `${ROOT}packages/gateway/config/default.yaml`;
 const LISTENERS = 1000;
 
-/** The default config with the emit stream on, its relative paths made absolute (the copy lives in the run directory). */
-function configWithIngest(runDir: string): string {
-  const raw = parse(readFileSync(DEFAULT_CONFIG, 'utf8')) as Record<string, any>;
+/** A config file's top level, as a scenario changes it. */
+export interface ConfigDocument { events: Record<string, object>; instances?: Record<string, object>; [key: string]: unknown }
+
+/**
+ * The default config changed by `change`, its relative paths made absolute (the copy lives in the run directory, as
+ * `<name>.yaml`): a scenario's own config without a copy of the default one in the repository.
+ */
+export function defaultConfigWith(runDir: string, name: string, change: (raw: ConfigDocument) => void): string {
+  const raw = parse(readFileSync(DEFAULT_CONFIG, 'utf8')) as ConfigDocument;
   const base = dirname(DEFAULT_CONFIG);
   for (const event of Object.values(raw.events) as Array<{ canConnect?: { file?: string } }>) {
     if (event.canConnect?.file) event.canConnect.file = resolve(base, event.canConnect.file);
@@ -42,8 +48,8 @@ function configWithIngest(runDir: string): string {
   for (const instance of Object.values(raw.instances ?? {}) as Array<{ databases: Record<string, { collections: Record<string, { seed?: string }> }> }>) {
     for (const database of Object.values(instance.databases)) for (const collection of Object.values(database.collections)) if (collection.seed) collection.seed = resolve(base, collection.seed);
   }
-  raw.ingest = { apiUser: 'bench' };
-  const file = `${runDir}/exactly-once.yaml`;
+  change(raw);
+  const file = `${runDir}/${name}.yaml`;
   writeFileSync(file, stringify(raw));
   return file;
 }
@@ -52,7 +58,7 @@ export async function exactlyOnceScenario(ctx: BenchContext): Promise<void> {
   const { runDir } = ctx.options;
   const redisProc = await startRedis('exactly-once-redis', REDIS_PORT, `${runDir}/exactly-once-redis.log`);
   const redis = new Redis(`redis://127.0.0.1:${REDIS_PORT}`);
-  const node = await startGateway({ runDir, sampler: ctx.sampler }, 'exactly-once', PORT, { REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}`, HERALD_CONFIG: configWithIngest(runDir) });
+  const node = await startGateway({ runDir, sampler: ctx.sampler }, 'exactly-once', PORT, { REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}`, HERALD_CONFIG: defaultConfigWith(runDir, 'exactly-once', (raw) => (raw.ingest = { apiUser: 'bench' })) });
   const t: Target = { name: 'gateway', port: PORT, redisPort: REDIS_PORT };
   try {
     const plain = await throughput(ctx, t);

@@ -207,19 +207,25 @@ async function restartOnce(ctx: FailoverContext, kind: RestartKind): Promise<voi
   }
 }
 
-/** HAProxy in front of the fleet, configured as `make cluster` does it, with enough processes for `clients`. */
-async function startBalancer(ctx: FailoverContext, clients: number): Promise<Proc[]> {
+/** Where a fleet listens: HAProxy on `port`, node i (from 1) on port + i, as `make cluster` lays a fleet out. */
+export interface FleetLayout { port: number; nodes: number; statsPort: number }
+
+/**
+ * HAProxy in front of the fleet, configured as `make cluster` does it, with enough processes for `clients`; its config
+ * (named after `name`) and logs in `runDir`.
+ */
+export async function startBalancer(runDir: string, layout: FleetLayout, clients: number, name: string): Promise<Proc[]> {
   // The emitter's and the token calls' connections pass through it too.
   const lbClients = clients + 1000;
-  const env = { ...process.env, PORT: String(KILL.port), N: String(KILL.nodes), STATS_PORT: String(KILL.statsPort), LB_CLIENTS: String(lbClients) };
+  const env = { ...process.env, PORT: String(layout.port), N: String(layout.nodes), STATS_PORT: String(layout.statsPort), LB_CLIENTS: String(lbClients) };
   const config = execFileSync(CLUSTER, ['render-haproxy'], { env, encoding: 'utf8' });
-  const file = `${ctx.runDir}/haproxy-kill.cfg`;
+  const file = `${runDir}/haproxy-${name}.cfg`;
   writeFileSync(file, config);
   // One process holds what the open-file limit allows; past it, several share the port (SO_REUSEPORT).
   const perProcess = Number(/^\s*maxconn (\d+)/m.exec(config)?.[1]);
   const procs = Array.from({ length: Math.ceil(lbClients / perProcess) }, (_, k) =>
-    start(`haproxy-${k + 1}`, 'haproxy', ['-db', '-f', file], { PATH: `${process.env.PATH}:/usr/sbin` }, `${ctx.runDir}/haproxy-${k + 1}.log`));
-  await waitFor('HAProxy', async () => (await fetch(`http://127.0.0.1:${KILL.port}/readyz`)).ok, 30_000);
+    start(`haproxy-${k + 1}`, 'haproxy', ['-db', '-f', file], { PATH: `${process.env.PATH}:/usr/sbin` }, `${runDir}/haproxy-${k + 1}.log`));
+  await waitFor('HAProxy', async () => (await fetch(`http://127.0.0.1:${layout.port}/readyz`)).ok, 30_000);
   return procs;
 }
 
@@ -254,7 +260,7 @@ async function onKillFleet(ctx: FailoverContext, name: string, phase: string, ru
       return { id, port, proc };
     }));
     const clients = clientsOf(ctx);
-    mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx, clients)));
+    mine.push(...nodes.map((node) => node.proc), ...(await startBalancer(ctx.runDir, KILL, clients, 'kill')));
     await run({ db: redis.db, nodes, clients, procs: mine });
   } catch (error) {
     ctx.results.errors.push(`${name} ${ctx.run}: ${message(error)}`);

@@ -96,6 +96,29 @@ const EXACTLY_ONCE_FIGURES: TargetedFigures = [
   ['ingest_lag_p99_ms', '… at 1,000 entries a second: from XADD to the listener, p99 ms', undefined],
 ];
 
+/**
+ * Issue 36: AnyCable's broker benchmark scenario on a fleet (bench/fleet.ts, docs/benchmarks/fleet.md). Targets: the
+ * reference's multi-node Redis broker run (p95 rtt 8 ms, broadcast 10 ms, history 5 ms; 11,573 broadcasts received a
+ * second), the latencies the same at 10×, the rate ten times.
+ */
+const FLEET_FIGURES: TargetedFigures = [
+  ['fleet_0_1x_broadcasts_sent_per_s', '0.1× (0.07 broadcasts/s a sender, the reference\'s measured ~50/s): broadcasts sent/s', undefined],
+  ['fleet_0_1x_rtt_p95_ms', '… rtt (emit → its answer), p95 ms', ['≤', 8]],
+  ['fleet_0_1x_broadcast_p95_ms', '… broadcast duration (emit → each subscriber), p95 ms', ['≤', 10]],
+  ['fleet_0_1x_history_p95_ms', '… history duration (REGISTER since → last replayed), p95 ms', ['≤', 5]],
+  ['fleet_0_1x_broadcasts_received_per_s', '… broadcasts received/s', ['≥', 11573]],
+  ['fleet_broadcasts_sent_per_s', '1× (0.7 broadcasts/s a sender, 525/s offered): broadcasts sent/s', undefined],
+  ['fleet_rtt_p95_ms', '… rtt, p95 ms', ['≤', 8]],
+  ['fleet_broadcast_p95_ms', '… broadcast duration, p95 ms', ['≤', 10]],
+  ['fleet_history_p95_ms', '… history duration, p95 ms', ['≤', 5]],
+  ['fleet_broadcasts_received_per_s', '… broadcasts received/s', ['≥', 11573]],
+  ['fleet_10x_broadcasts_sent_per_s', '10× (7 broadcasts/s a sender, 5,250/s offered): broadcasts sent/s', undefined],
+  ['fleet_10x_rtt_p95_ms', '… rtt, p95 ms', ['≤', 8]],
+  ['fleet_10x_broadcast_p95_ms', '… broadcast duration, p95 ms', ['≤', 10]],
+  ['fleet_10x_history_p95_ms', '… history duration, p95 ms', ['≤', 5]],
+  ['fleet_10x_broadcasts_received_per_s', '… broadcasts received/s', ['≥', 115730]],
+];
+
 function targetedTable(r: Results, figures: TargetedFigures, issue: number): string {
   const rows = figures.map(([name, label, target]) => {
     const value = r.figures[name];
@@ -107,6 +130,7 @@ function targetedTable(r: Results, figures: TargetedFigures, issue: number): str
 
 export const historyTable = (r: Results): string => targetedTable(r, HISTORY_FIGURES, 25);
 export const exactlyOnceTable = (r: Results): string => targetedTable(r, EXACTLY_ONCE_FIGURES, 35);
+export const fleetTable = (r: Results): string => targetedTable(r, FLEET_FIGURES, 36);
 
 /** Scenarios 5 and 6 side by side (the restart both ways): what the figures table has, and what has no target. */
 const FAILOVER_ROWS: Array<[string, string | undefined, string | undefined, string | undefined]> = [

@@ -6,7 +6,7 @@ import { lineChart } from './chart.ts';
 import { parseBenchOptions } from './options.ts';
 import { GATEWAY_NODE_ARGS } from './procs.ts';
 import {
-  clientsTable, codeTable, connectedTable, costTable, cpuTable, exactlyOnceTable, failoverTable, FIGURES, figuresTable, floorTable, fmt, historyTable, meets, memoryTable,
+  clientsTable, codeTable, connectedTable, costTable, cpuTable, exactlyOnceTable, failoverTable, FIGURES, figuresTable, fleetTable, floorTable, fmt, historyTable, meets, memoryTable,
 } from './report-tables.ts';
 import type { LatencySummary } from '@herald/loadgen';
 import type { Level, LoadReport, Results } from './results.ts';
@@ -146,6 +146,14 @@ ${historyTable(r)}
 \`exactly-once\`, on a node of its own with the emit stream on, ${roundsOf(r, 'exactly-once plain')} round(s) of alternated runs (${how('exactly-once-at-the-back-ends-door')}).
 
 ${exactlyOnceTable(r)}
+
+## AnyCable's broker benchmark scenario on a fleet
+
+\`make bench-fleet\` (bench/fleet.ts), measured apart from this suite: 3 nodes behind HAProxy, one Redis, 1,500 clients on 5
+channels, half of them senders, history fetched at join; each figure the median of its rounds. The reference's figures
+beside ours, how each maps to theirs, and where it saturates: [fleet.md](fleet.md).
+
+${fleetTable(r)}
 `;
 }
 
@@ -215,6 +223,7 @@ and notify run made ${run.rateRuns === 1 ? 'once' : `${run.rateRuns} times, the 
 \`\`\`sh
 make bench-quick     # node bench/run.ts --quick
 make bench           # node bench/run.ts
+make bench-fleet     # node bench/fleet.ts: AnyCable's broker benchmark scenario on a fleet, apart (fleet.md)
 ${r.commands.join('\n')}
 \`\`\`
 

@@ -4,6 +4,7 @@
  * line while it runs, then latency and per-second tables, the command line and the machine; `--json FILE`
  * writes every figure. Usage: `wsload` with no arguments, or packages/loadgen/README.md.
  */
+import { channels } from './commands/channels.ts';
 import { churn } from './commands/churn.ts';
 import { hold } from './commands/hold.ts';
 import { notify } from './commands/notify.ts';
@@ -19,6 +20,8 @@ export function runCommand(options: CommandOptions, signal?: AbortSignal): Promi
       return churn(options, signal);
     case 'notify':
       return notify(options, signal);
+    case 'channels':
+      return channels(options, signal);
   }
 }
 

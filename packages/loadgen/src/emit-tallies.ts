@@ -13,7 +13,7 @@ export type EmitTallyData = Array<[sentAt: number, told: number, lastMs: number]
 export const MAX_TALLIED_EMITS = 1_000;
 
 export interface PerEmitFigures {
-  /** Emits tallied (at most MAX_TALLIED_EMITS per pool). */
+  /** Emits tallied (at most MAX_TALLIED_EMITS per pool, unless the pool set its own limit). */
   emits: number;
   /** The distribution of each emit's last one told. */
   lastTold: LatencySummary;
@@ -23,6 +23,12 @@ export interface PerEmitFigures {
 
 export class EmitTallies {
   readonly #bySentAt = new Map<number, [told: number, lastMs: number]>();
+  readonly #limit: number;
+
+  /** `limit`: emits tallied at most (`wsload channels` tallies every emit of its window). */
+  constructor(limit = MAX_TALLIED_EMITS) {
+    this.#limit = limit;
+  }
 
   record(sentAt: number, latencyMs: number): void {
     this.#count(sentAt, 1, latencyMs);
@@ -58,7 +64,7 @@ export class EmitTallies {
     if (tally) {
       tally[0] += told;
       if (lastMs > tally[1]) tally[1] = lastMs;
-    } else if (this.#bySentAt.size < MAX_TALLIED_EMITS) {
+    } else if (this.#bySentAt.size < this.#limit) {
       this.#bySentAt.set(sentAt, [told, lastMs]);
     }
   }

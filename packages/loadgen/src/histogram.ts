@@ -18,6 +18,8 @@ export interface LatencySummary {
   stddev: number;
   p50: number;
   p90: number;
+  /** The percentile AnyCable's k6 benchmarks report beside p90 (docs/benchmarks/fleet.md). */
+  p95: number;
   p99: number;
   p99_9: number;
   max: number;
@@ -102,6 +104,7 @@ export class Histogram {
       stddev: round(Math.sqrt(variance)),
       p50: this.percentile(50),
       p90: this.percentile(90),
+      p95: this.percentile(95),
       p99: this.percentile(99),
       p99_9: this.percentile(99.9),
       max: round(this.#max),

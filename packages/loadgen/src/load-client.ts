@@ -64,6 +64,8 @@ export class LoadClient implements WireHandler {
   leftAt = 0;
   /** With `resume`: the last position seen, and the one this client resumes from. */
   position: FramePosition | undefined;
+  /** With `resume`: the REGISTER reply's position, where a replay ends and the live notifications begin. */
+  replyPosition: FramePosition | undefined;
   readonly #since: FramePosition | undefined;
   #state: State = 'new';
   #tcp: Socket | undefined;
@@ -213,8 +215,9 @@ export class LoadClient implements WireHandler {
   /** A REGISTER reply: a resume answered whole keeps the position (the replay moves it on); else the reply's is taken. */
   #registered(frame: Buffer): void {
     const recovered = this.#since !== undefined && !notRecovered(frame);
+    this.replyPosition = positionOf(frame);
     if (this.#since !== undefined) this.#observer.history?.(this, recovered ? 'recovered' : 'unrecovered');
-    if (!recovered) this.position = positionOf(frame);
+    if (!recovered) this.position = this.replyPosition;
   }
 
   /** A NOTIFICATION's position; answers false for a repeat, which is not counted as received. */

@@ -15,6 +15,13 @@ export const USAGE = `usage:
   wsload notify <http-url> [--clients 1000] [--connect-rate 2000] [-c 100] [-d 10] [-R RATE] [-w 0] [--grace 5]
                 [--broadcast] [--register EVENT] [--ws URL] [--await-return S] [--resume] [--keep-within MS]
                 [--idempotent] [--batch N]
+  wsload channels <http-url> [--clients 1500] [--channels 5] [--senders 0.5] [--send-rate 0.7] [--history 80]
+                [--session 40] [--connect-rate 500] [-w 5] [-d 30] [--grace 3] [--register announcements-kept] [--ws URL]
+  channels: clients on --channels routes (criteria recipientId = i mod channels) of an event with history; the
+          --senders share of them each emit to their own channel --send-rate times a second over an HTTP connection of
+          their own; each client joins with REGISTER since --history notifications behind its channel's latest known
+          position (0: no since), and leaves and joins again after about --session seconds (0: stays); -w seconds of
+          that before the -d seconds measured
   notify --idempotent: each emit with an Idempotency-Key of its own; --batch N: N emits a call (emit-events-ws), each
           to the next listener
   notify --keep-within MS: the emitter holds its calls while what its answered calls promised and the listeners have
@@ -114,7 +121,28 @@ export interface NotifyOptions extends CommonOptions {
   keepWithinMs: number | undefined;
 }
 
-export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions;
+export interface ChannelsOptions extends CommonOptions {
+  command: 'channels';
+  wsUrl: string;
+  clients: number;
+  channels: number;
+  /** Share of the clients that send. */
+  sendersRatio: number;
+  /** Emits a second per sender. */
+  sendRate: number;
+  /** Notifications behind the channel's latest known position a client joins from (REGISTER since); 0: no since. */
+  history: number;
+  /** A client's mean time connected before it leaves and joins again; 0: clients stay. */
+  sessionS: number;
+  connectRate: number;
+  /** Seconds of broadcasts and sessions before the measured ones. */
+  warmupS: number;
+  durationS: number;
+  graceS: number;
+  perAddress: number;
+}
+
+export type CommandOptions = HoldOptions | ChurnOptions | NotifyOptions | ChannelsOptions;
 
 const COMMON = {
   json: { type: 'string' },
@@ -169,6 +197,20 @@ const EXTRA = {
     batch: { type: 'string', default: '1' },
     warmup: { type: 'string', short: 'w', default: '0' },
     grace: { type: 'string', default: '5' },
+    ws: { type: 'string' },
+  },
+  // The defaults are the scenario of AnyCable's broker benchmark (docs/benchmarks/fleet.md).
+  channels: {
+    clients: { type: 'string', short: 'n', default: '1500' },
+    channels: { type: 'string', default: '5' },
+    senders: { type: 'string', default: '0.5' },
+    'send-rate': { type: 'string', default: '0.7' },
+    history: { type: 'string', default: '80' },
+    session: { type: 'string', default: '40' },
+    'connect-rate': { type: 'string', default: '500' },
+    warmup: { type: 'string', short: 'w', default: '5' },
+    duration: { type: 'string', short: 'd', default: '30' },
+    grace: { type: 'string', default: '3' },
     ws: { type: 'string' },
   },
 } satisfies Record<string, ParseArgsConfig['options']>;
@@ -340,6 +382,31 @@ function notify(args: string[]): NotifyOptions {
   };
 }
 
+function channels(args: string[]): ChannelsOptions {
+  const { url, values } = parse(args, { ...EXTRA.channels, tokens: { type: 'string', default: 'api' } });
+  const event = (values.register as string | undefined) ?? 'announcements-kept';
+  const clients = Math.floor(number(values, 'clients', 1));
+  const sendersRatio = number(values, 'senders', 0);
+  if (sendersRatio > 1) throw new UsageError(`--senders must be a share from 0 to 1, got ${values.senders}`);
+  return {
+    // Each client's criteria are its channel's (channels.ts), not the roster's.
+    ...common(values, url, event, 'client'),
+    command: 'channels',
+    wsUrl: (values.ws as string | undefined) ?? swapScheme(url, 'ws'),
+    clients,
+    channels: Math.floor(number(values, 'channels', 1)),
+    sendersRatio,
+    sendRate: number(values, 'send-rate', 0.001),
+    history: Math.floor(number(values, 'history', 0)),
+    sessionS: number(values, 'session', 0),
+    connectRate: number(values, 'connect-rate', 0.001),
+    warmupS: number(values, 'warmup', 0),
+    durationS: number(values, 'duration', 0.001),
+    graceS: number(values, 'grace', 0),
+    perAddress: perAddress(values, clients, undefined),
+  };
+}
+
 /** argv after the program name: the command, then its arguments. */
 export function parseCommand(argv: readonly string[]): CommandOptions {
   const [command, ...args] = argv;
@@ -351,6 +418,8 @@ export function parseCommand(argv: readonly string[]): CommandOptions {
       return churn(args);
     case 'notify':
       return notify(args);
+    case 'channels':
+      return channels(args);
     default:
       throw new UsageError(command === undefined ? 'no command given' : `unknown command ${command}`);
   }

@@ -76,6 +76,12 @@ const LABELS: Record<string, string> = {
   clients: 'clients',
   notifications: 'notifications',
   emits: 'HTTP emits',
+  rtt: 'rtt (emit → answer)',
+  broadcast: 'broadcast (each read)',
+  lastTold: 'broadcast (last read)',
+  echo: 'own broadcast back',
+  history: 'history (since → replayed)',
+  join: 'join (REGISTER → reply)',
 };
 
 function ms(value: number): string {
