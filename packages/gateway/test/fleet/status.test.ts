@@ -74,7 +74,7 @@ test('GET /status.json: every node of the fleet, from either node, with clients,
 
 test('the page, in headless Chromium, renders every node and follows the fleet by itself', async () => {
   const [one, two] = fleet.nodes as [FleetNode, FleetNode];
-  const browser = await openBrowser({ width: 1400, height: 460 });
+  const browser = await openBrowser({ width: 1280, height: 460 });
   // Emits go on while the page is open, so that it has rates and latencies to show.
   const emitting = setInterval(() => void emit(one, api, 'announcements', { title: 'on the page' }).catch(() => {}), 50);
   try {
@@ -90,6 +90,8 @@ test('the page, in headless Chromium, renders every node and follows the fleet b
     await row(two).locator('td').nth(3).filter({ hasText: /^2$/ }).waitFor({ timeout: 10_000 });
     await page.locator('.tile b').first().filter({ hasText: '2 / 2' }).waitFor();
     await page.locator('.tile b').nth(4).filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 10_000 });
+    const overflow = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, table: document.querySelector('table')!.scrollWidth }));
+    assert.ok(overflow.page <= 1280 && overflow.table <= 1280 - 2 * 24, `the page fits a 1280 px window: ${JSON.stringify(overflow)}`);
     const shot = join(mkdtempSync(join(tmpdir(), 'herald-status-')), 'status.png');
     await page.screenshot({ path: shot, fullPage: true });
     if (process.env.HERALD_SCREENSHOT) copyFileSync(shot, process.env.HERALD_SCREENSHOT);
