@@ -17,6 +17,7 @@ import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
 import type { PreparedCode } from './code/code-runner.ts';
 import { CanConnectGate } from './code/gate.ts';
+import { prepareApart } from './code/prepare-apart.ts';
 import { CodeRunners } from './code/runners.ts';
 import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
@@ -61,8 +62,8 @@ export interface GatewayDeps {
 }
 
 /**
- * What Gateway.create loaded for this config alone: a node without Redis never loads ioredis and the Redis broker
- * (docs/architecture.md, "Measured costs").
+ * What Gateway.create loaded for this config alone: a node without Redis never loads ioredis and the Redis broker,
+ * and one whose events carry no code never loads what prepares it (docs/architecture.md, "Measured costs").
  */
 interface Loaded {
   /** Events' can-connect code, prepared, by event name. */
@@ -266,14 +267,13 @@ export class Gateway {
 
   /**
    * A bad node id stops the node before it opens its data sources. Events' can-connect code is prepared once, here:
-   * bad code stops the node, naming the event. What prepares it (acorn, and Node's type stripper for TypeScript) is
-   * loaded only when an event has code; the Redis modules only with Redis.
+   * bad code stops the node, naming the event (code/prepare-apart.ts). The Redis modules are loaded only with Redis.
    */
   static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
     const nodeId = nodeIdOf(deps.nodeId);
     const withCode = Object.values(config.events).some((event) => event.canConnect !== undefined);
     const [prepared, redis] = await Promise.all([
-      withCode ? import('./code/prepare.ts').then(({ prepareEvents }) => prepareEvents(config.events)) : new Map<string, PreparedCode>(),
+      withCode ? prepareApart(config.events) : new Map<string, PreparedCode>(),
       config.redis ? loadRedisModules() : undefined,
     ]);
     const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
