@@ -132,11 +132,11 @@ async function main(): Promise<void> {
 }
 
 /**
- * One full collection once the node listens. Loading its modules, a start allocates much that lives a little while;
- * V8 grows the young generation for it and, as an idle node never collects its old one, keeps it for good. After
- * this collection V8's memory reducer gives it back within seconds; under load it grows again (docs/architecture.md,
- * "Measured costs"). gc is taken from a fresh context, and its flag turned off again, so that no later context
- * (the can-connect code's isolates) gets it.
+ * One full collection once the node listens. Loading its modules, a start allocates much that lives a little while,
+ * and V8 grows the young generation for it; nothing in an idle node starts V8's memory reducer, so it was kept for
+ * good. After this collection the reducer gives it back within seconds; under load it grows again
+ * (docs/architecture.md, "Measured costs"). gc is taken from a fresh context, and its flag turned off again, so that
+ * no later context (the can-connect code's isolates) gets it.
  */
 function collectStartGarbage(): void {
   setFlagsFromString('--expose-gc');

@@ -31,9 +31,12 @@ function runChild(input: string): Promise<PrepareAnswer> {
     child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
     child.on('error', (error) => reject(new Error(`cannot start the process that prepares the events' code: ${error.message}`)));
     child.on('close', (code, signal) => {
-      const output = Buffer.concat(chunks).toString('utf8');
-      if (code === 0) resolve(JSON.parse(output) as PrepareAnswer);
-      else reject(new Error(`the process that prepares the events' code ended with ${signal ?? `code ${code}`}`));
+      if (code !== 0) return reject(new Error(`the process that prepares the events' code ended with ${signal ?? `code ${code}`}`));
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as PrepareAnswer);
+      } catch (error) {
+        reject(new Error(`the process that prepares the events' code answered no JSON: ${(error as Error).message}`));
+      }
     });
     child.stdin.end(input);
   });
