@@ -128,6 +128,14 @@ function targetedTable(r: Results, figures: TargetedFigures, issue: number): str
   return [`| figure | gateway | target (issue ${issue}) | met |`, '|---|---:|---|---|', ...rows].join('\n');
 }
 
+/** Issue 36: a node with no client (bench/idle.ts). */
+const IDLE_FIGURES: TargetedFigures = [
+  ['node_idle_rss_mb', "the gateway as `make run` starts it (default config: in-process broker, events with code), no client: RSS, MB", ['≤', 100]],
+  ['node_idle_redis_rss_mb', '… with REDIS_URL (a fleet node), MB', undefined],
+  ['bare_node_idle_rss_mb', 'the bare `ws` peer (bench/peers/bare-ws.ts, ioredis), no client: RSS, MB', undefined],
+];
+
+export const idleTable = (r: Results): string => targetedTable(r, IDLE_FIGURES, 36);
 export const historyTable = (r: Results): string => targetedTable(r, HISTORY_FIGURES, 25);
 export const exactlyOnceTable = (r: Results): string => targetedTable(r, EXACTLY_ONCE_FIGURES, 35);
 export const fleetTable = (r: Results): string => targetedTable(r, FLEET_FIGURES, 36);

@@ -6,7 +6,8 @@ import { lineChart } from './chart.ts';
 import { parseBenchOptions } from './options.ts';
 import { GATEWAY_NODE_ARGS } from './procs.ts';
 import {
-  clientsTable, codeTable, connectedTable, costTable, cpuTable, exactlyOnceTable, failoverTable, FIGURES, figuresTable, fleetTable, floorTable, fmt, historyTable, meets, memoryTable,
+  clientsTable, codeTable, connectedTable, costTable, cpuTable, exactlyOnceTable, failoverTable, FIGURES, figuresTable, fleetTable, floorTable, fmt, historyTable, idleTable, meets,
+  memoryTable,
 } from './report-tables.ts';
 import type { LatencySummary } from '@herald/loadgen';
 import type { Level, LoadReport, Results } from './results.ts';
@@ -210,6 +211,13 @@ What a client costs, KB; "in all" counts half the kernel's slab for the server (
 ${costTable(r)}
 
 ${memoryTable(r)}
+
+### A node with no client
+
+\`node bench/run.ts --only idle\`: each started afresh ${r.quick ? 'once' : 'three times'} after a start not counted (it fills the compile
+cache), its RSS read 20 s after it answers, the figure the median (${how('a-node-with-no-client')}).
+
+${idleTable(r)}
 
 ## What runs
 

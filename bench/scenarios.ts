@@ -8,6 +8,7 @@ import { exactlyOnceScenario } from './exactly-once.ts';
 import type { BenchContext, Target } from './context.ts';
 import { killGapScenario, killScenario, restartGapScenario, restartScenario, type FailoverContext } from './failover.ts';
 import { historyScenario } from './history.ts';
+import { idleScenario } from './idle.ts';
 import { machineFloors } from './machine-floors.ts';
 import { memoryScenario } from './memory.ts';
 import { broadcastScenario, loadScenarios } from './notify.ts';
@@ -65,4 +66,5 @@ export const SCENARIOS: readonly Scenario[] = [
   repeated('kill-gap', killGapScenario),
   repeated('revoke', revokeScenario),
   { names: ['exactly-once'], on: 'own processes', run: exactlyOnceScenario },
+  { names: ['idle'], on: 'own processes', run: idleScenario },
 ];

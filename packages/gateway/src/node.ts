@@ -11,12 +11,13 @@ import type { Authenticator } from './auth/authenticator.ts';
 import { JwtAuthenticator, type AuthObserver } from './auth/jwt.ts';
 import type { Broker, Histories } from './broker/broker.ts';
 import { MemoryBus } from './broker/memory.ts';
-import { RedisBroker } from './broker/redis/broker.ts';
+import type { RedisBroker } from './broker/redis/broker.ts';
 import { nodeIdSchema, type Config } from './config/schema.ts';
 import type { DataSource } from './data/data-source.ts';
 import { openDataSources } from './data/open.ts';
 import type { PreparedCode } from './code/code-runner.ts';
 import { CanConnectGate } from './code/gate.ts';
+import { prepareApart } from './code/prepare-apart.ts';
 import { CodeRunners } from './code/runners.ts';
 import { dataSourceCalls } from './code/system-calls.ts';
 import { EventCatalogue } from './events/catalogue.ts';
@@ -29,7 +30,7 @@ import { HttpServers, type Ports } from './http/servers.ts';
 import { emitFastRoute, emitRoute, tokenRoute } from './http/system-api.ts';
 import { IdempotencyKeys } from './emit/idempotency.ts';
 import { Emits } from './emit/emitter.ts';
-import { RedisStream } from './broker/redis/ingest.ts';
+import type { RedisStream } from './broker/redis/ingest.ts';
 import { Ingest } from './ingest/consumer.ts';
 import { tableRoutes } from './http/tables.ts';
 import { controlApi } from './http/control-api.ts';
@@ -60,6 +61,17 @@ export interface GatewayDeps {
   logger?: boolean | { level: string };
 }
 
+/**
+ * What Gateway.create loaded for this config alone: a node without Redis never loads ioredis and the Redis broker,
+ * and one whose events carry no code never loads what prepares it (docs/architecture.md, "Measured costs").
+ */
+interface Loaded {
+  /** Events' can-connect code, prepared, by event name. */
+  prepared: ReadonlyMap<string, PreparedCode>;
+  /** The Redis broker's and the emit stream's classes: loaded exactly when config.redis is set. */
+  redis: { RedisBroker: typeof RedisBroker; RedisStream: typeof RedisStream } | undefined;
+}
+
 export class Gateway {
   readonly config: Readonly<Config>;
   readonly hub: Hub;
@@ -88,9 +100,7 @@ export class Gateway {
   #leanReads: boolean | undefined;
   #ports: Ports | undefined;
 
-  private constructor(
-    config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string, prepared: ReadonlyMap<string, PreparedCode>,
-  ) {
+  private constructor(config: Readonly<Config>, dataSources: ReadonlyMap<string, DataSource>, deps: GatewayDeps, nodeId: string, loaded: Loaded) {
     this.config = config;
     this.#dataSources = dataSources;
     const ready = () => this.#ready && this.broker.ready() && this.#canary.healthy();
@@ -108,7 +118,7 @@ export class Gateway {
       this.log.error({ err: error, where }, 'contained an unexpected error; the node carries on');
     };
     const histories = historiesOf(config);
-    const broker = deps.broker ?? this.#brokerFor(nodeId, contain, histories);
+    const broker = deps.broker ?? this.#brokerFor(nodeId, contain, histories, loaded.redis);
     this.broker = broker;
     this.#canary = this.#canaryFor(broker);
     this.#fleetStatus = new FleetStatus({ broker, sampler: new StatusSampler({ metrics: this.metrics, nodeId: broker.nodeId, ready }), intervalMs: config.status.intervalMs });
@@ -146,7 +156,7 @@ export class Gateway {
       contain,
       frameLimits: { maxEntries: websocket.maxEntriesPerFrame, maxCriteriaValueBytes: websocket.maxCriteriaValueBytes },
       catalogue,
-      gate: this.#gate(dataSources, prepared),
+      gate: this.#gate(dataSources, loaded.prepared),
       hub: this.hub,
       metrics: this.metrics,
       pingIntervalMs: websocket.pingIntervalMs,
@@ -163,7 +173,7 @@ export class Gateway {
       const route = emitFastRoute(systemApiOptions, this.log);
       this.#fastPath = new EmitFastPath({ path: emitPath(userPath), route, bodyLimit: bodyLimit!, metrics });
     }
-    this.#ingest = this.#ingestFor(emits, broker.nodeId);
+    this.#ingest = this.#ingestFor(emits, broker.nodeId, loaded.redis);
     const limiters = rateLimiters(config.rateLimit, this.metrics);
     const limits = config.tables;
     this.#http.mount({
@@ -214,9 +224,10 @@ export class Gateway {
   }
 
   /** The emit stream's reader: a consumer of the fleet's group, named for this node. */
-  #ingestFor(emits: Emits, nodeId: string): Ingest | undefined {
+  #ingestFor(emits: Emits, nodeId: string, modules: Loaded['redis']): Ingest | undefined {
     const { ingest, redis, apiUsers } = this.config;
-    if (ingest === undefined || redis === undefined) return undefined;
+    if (ingest === undefined || redis === undefined || modules === undefined) return undefined;
+    const { RedisStream } = modules;
     const { stream, group, deadLetterStream, deadLetterMaxLen } = ingest;
     const streamOptions = {
       target: redis, liveness: redis, stream, group, consumer: nodeId, deadLetterStream, deadLetterMaxLen, forgetConsumerMs: FORGET_STREAM_CONSUMER_MS,
@@ -258,23 +269,25 @@ export class Gateway {
 
   /**
    * A bad node id stops the node before it opens its data sources. Events' can-connect code is prepared once, here:
-   * bad code stops the node, naming the event. What prepares it (acorn, and Node's type stripper for TypeScript) is
-   * loaded only when an event has code.
+   * bad code stops the node, naming the event (code/prepare-apart.ts). The Redis modules are loaded only with Redis.
    */
   static async create(config: Readonly<Config>, deps: GatewayDeps = {}): Promise<Gateway> {
     const nodeId = nodeIdOf(deps.nodeId);
     const withCode = Object.values(config.events).some((event) => event.canConnect !== undefined);
-    const prepared = withCode ? (await import('./code/prepare.ts')).prepareEvents(config.events) : new Map<string, PreparedCode>();
+    const [prepared, redis] = await Promise.all([
+      withCode ? prepareApart(config.events) : new Map<string, PreparedCode>(),
+      config.redis ? loadRedisModules() : undefined,
+    ]);
     const dataSources = deps.dataSources ?? (await openDataSources(config.instances));
-    return new Gateway(config, dataSources, deps, nodeId, prepared);
+    return new Gateway(config, dataSources, deps, nodeId, { prepared, redis });
   }
 
-  #brokerFor(nodeId: string, contain: Contain, histories: Histories): Broker {
+  #brokerFor(nodeId: string, contain: Contain, histories: Histories, modules: Loaded['redis']): Broker {
     const { redis } = this.config;
     const { metrics } = this;
-    if (!redis) return new MemoryBus(histories).broker(nodeId, { historyAppended: (routes) => metrics.historyAppends.inc(routes) });
+    if (!redis || !modules) return new MemoryBus(histories).broker(nodeId, { historyAppended: (routes) => metrics.historyAppends.inc(routes) });
     const { log } = this;
-    return new RedisBroker({
+    return new modules.RedisBroker({
       target: redis,
       nodeId,
       leaseMs: redis.leaseMs,
@@ -444,6 +457,11 @@ const FORGET_STREAM_CONSUMER_MS = 3_600_000;
 
 /** The webhooks' last sends end this long before the drain's deadline, which exits the process. */
 const WEBHOOK_FLUSH_MARGIN_MS = 250;
+
+async function loadRedisModules(): Promise<Loaded['redis']> {
+  const [{ RedisBroker }, { RedisStream }] = await Promise.all([import('./broker/redis/broker.ts'), import('./broker/redis/ingest.ts')]);
+  return { RedisBroker, RedisStream };
+}
 
 /** How long a revocation matters: no token issued before it can live longer than this. */
 function longestTokenLifeMs({ auth }: Readonly<Config>): number {

@@ -22,11 +22,16 @@
  * request waiting for the rest of its body are kept in one buffer that grows by doubling (unread-bytes.ts), and its
  * head is read once: a body in many small reads costs each byte a copy or two, not one per read after it.
  */
-import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { API_TOKEN_HEADER, IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, isRecord } from '@herald/protocol';
 import type { Metrics } from '../metrics.ts';
 import { UnreadBytes } from './unread-bytes.ts';
+
+// Not `import ... from 'node:http'`: an ES import of node:http reads every export of the module, its WebSocket,
+// MessageEvent and CloseEvent too, and so loads undici, which no node uses (docs/architecture.md, "Measured costs").
+// Fastify's require of node:http reads none of them.
+const { maxHeaderSize, STATUS_CODES } = process.getBuiltinModule('node:http');
 
 export interface FastAnswer {
   statusCode: number;
