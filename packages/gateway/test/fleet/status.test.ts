@@ -90,7 +90,7 @@ test('the page, in headless Chromium, renders every node and follows the fleet b
     await row(two).locator('td').nth(3).filter({ hasText: /^2$/ }).waitFor({ timeout: 10_000 });
     await page.locator('.tile b').first().filter({ hasText: '2 / 2' }).waitFor();
     await page.locator('.tile b').nth(4).filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 10_000 });
-    const overflow = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, table: document.querySelector('table')!.scrollWidth }));
+    const overflow = { page: await page.locator('html').evaluate((html) => html.scrollWidth), table: await page.locator('table').evaluate((table) => table.scrollWidth) };
     assert.ok(overflow.page <= 1280 && overflow.table <= 1280 - 2 * 24, `the page fits a 1280 px window: ${JSON.stringify(overflow)}`);
     const shot = join(mkdtempSync(join(tmpdir(), 'herald-status-')), 'status.png');
     await page.screenshot({ path: shot, fullPage: true });
