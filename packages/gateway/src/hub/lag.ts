@@ -6,7 +6,7 @@
  * A busy connection (written PROBE_AFTER_BYTES within BUSY_TICKS) gets a ping behind its data, with one byte of
  * payload that tells it from the liveness ping. Its client answers once it has read all that came before, so the
  * pong's delay is the connection's lag. A connection written a notification now and then is never probed; one
- * answered rests a few ticks before the next probe, so that a fast reader costs a few pings a second at most. A probe
+ * answered rests before the next probe, so that a fast reader costs two pings a second at most. A probe
  * unanswered for websocket.maxLagMs closes its connection.
  *
  * Each tick, every connection probed lately has one vote: the age of its probe in flight, else its last probe's lag.
@@ -32,7 +32,8 @@ export interface LagOptions {
 /** A connection's last answered probe. */
 interface Answer {
   lagMs: number;
-  tick: number;
+  /** The last tick it votes at. */
+  until: number;
 }
 
 /** The probe's payload: the liveness ping has none. */
@@ -45,21 +46,25 @@ export const PROBE_AFTER_BYTES = 4 * 1024;
 const TICK_MS = 50;
 /** A connection's bytes count toward a probe for a second. */
 const BUSY_TICKS = 20;
-/** A connection's last answer votes for half a second. */
-const VOTE_TICKS = 10;
+/** A connection's last answer votes through its rest and this much after, until its next probe is likely in flight. */
+const VOTE_TICKS = 8;
 /** Caught up (the lag within half of emit.maxLagMs), the limit on emits grows this much a tick: half again a second. */
 const GROWTH = 1.02;
 /** Well within it (a quarter), with busy connections to show it, this much: tenfold a second. */
 const FAST_GROWTH = 1.125;
 /** A lag that grew this much a ms over the last SLOPE_TICKS (from their lowest) is climbing. */
-const CLIMBING = 0.3;
+const CLIMBING = 0.15;
 const SLOPE_TICKS = 10;
-/** Ticks after a cut during which the limit only takes short steps. */
+/** Ticks after the lag was last past half the bound during which the limit only takes short steps. */
 const SETTLE_TICKS = 40;
 /** The weight of a tick in the mean of emits let in a tick. */
 const MEAN_WEIGHT = 0.2;
-/** Ticks an answered connection waits before it may be probed again. */
-const REST_TICKS = 4;
+/**
+ * Ticks an answered connection waits before it may be probed again: a connection well within the bound (a quarter of
+ * emit.maxLagMs) the long rest, so that fast readers cost few probes; one further behind the short one.
+ */
+const LONG_REST_TICKS = 10;
+const SHORT_REST_TICKS = 2;
 /** The votes' histogram: STEPS buckets per doubling of the lag, from 1 ms to 2^OCTAVES ms. */
 const STEPS = 8;
 const OCTAVES = 17;
@@ -70,8 +75,8 @@ export class DeliveryLag {
   readonly #inFlight = new Map<Session, number>();
   /** Each connection's last answered probe within BUSY_TICKS, the oldest first. */
   readonly #answers = new Map<Session, Answer>();
-  /** Connections answered in each of the last REST_TICKS ticks, to be probed again after. */
-  readonly #resting: Set<Session>[] = Array.from({ length: REST_TICKS }, () => new Set());
+  /** Connections answered and resting, by the tick they may be probed again at (modulo LONG_REST_TICKS). */
+  readonly #resting: Set<Session>[] = Array.from({ length: LONG_REST_TICKS }, () => new Set());
   readonly #votes = new Uint32Array(STEPS * OCTAVES + 1);
   /** Ticks since the node started, while it ticks: the clock of the connections' busy windows. */
   #ticks = 0;
@@ -99,8 +104,8 @@ export class DeliveryLag {
   /** The median of each of the last SLOPE_TICKS ticks, by tick. */
   readonly #medians = new Float64Array(SLOPE_TICKS);
   #wasOver = false;
-  /** The tick of the last cut. */
-  #lastCut = -Infinity;
+  /** The last tick at which the lag was past half the bound. */
+  #lastBehind = -Infinity;
 
   constructor(options: LagOptions) {
     this.#options = options;
@@ -144,9 +149,9 @@ export class DeliveryLag {
     this.#inFlight.delete(session);
     const lagMs = performance.now() - sentAt;
     this.#options.observe(lagMs);
-    this.#answers.delete(session);
-    this.#answers.set(session, { lagMs, tick: this.#ticks });
-    this.#resting[this.#ticks % REST_TICKS]!.add(session);
+    const rest = lagMs > this.#options.emitBoundMs / 4 ? SHORT_REST_TICKS : LONG_REST_TICKS;
+    this.#answers.set(session, { lagMs, until: this.#ticks + rest + VOTE_TICKS });
+    this.#resting[(this.#ticks + rest) % LONG_REST_TICKS]!.add(session);
   }
 
   /** A closed connection: it no longer votes. */
@@ -171,7 +176,7 @@ export class DeliveryLag {
     if (this.#wroteThisTick) this.#lastWrite = this.#ticks;
     this.#wroteThisTick = false;
     this.#ticks++;
-    const rested = this.#resting[this.#ticks % REST_TICKS]!;
+    const rested = this.#resting[this.#ticks % LONG_REST_TICKS]!;
     for (const session of rested) {
       session.unprobedBytes = 0;
       session.unprobedSince = this.#ticks;
@@ -204,7 +209,7 @@ export class DeliveryLag {
       votes++;
     }
     for (const [session, answer] of this.#answers) {
-      if (this.#ticks - answer.tick > VOTE_TICKS) this.#answers.delete(session);
+      if (this.#ticks > answer.until) this.#answers.delete(session);
       else if (!this.#inFlight.has(session)) {
         this.#votes[bucketOf(answer.lagMs)]!++;
         votes++;
@@ -228,8 +233,8 @@ export class DeliveryLag {
    * The limit on emits let in. Passing the bound (every emit is then refused), it is halved; a node without a limit
    * takes half of what it let in lately. Climbing past half of the bound, it is cut by how much faster the lag climbed
    * than time went by (a lag that grew a second in a second: the clients read half what they were sent), once a lag
-   * (the time a cut takes to show). Caught up, it grows a step a tick: a long one once no cut was needed for a while
-   * and busy connections show the lag well within the bound, else a short one (clients idle after a refusal tell
+   * (the time a cut takes to show). Caught up, it grows a step a tick: a long one once the lag has been well within
+   * the bound for a while and busy connections show it, else a short one (clients idle after a refusal tell
    * nothing). It goes once emits no longer meet it.
    */
   #limitEmits(votes: number): void {
@@ -244,11 +249,12 @@ export class DeliveryLag {
     this.#wasOver = this.over;
     if (this.over || median > emitBoundMs / 2) {
       this.#unmet = 0;
+      this.#lastBehind = this.#ticks;
       if (entered) this.#cut(2);
       else if (!this.over && climb > CLIMBING && this.#ticks >= this.#calmUntil) this.#cut(1 + climb);
     } else if (this.#limit !== Infinity) {
       this.#unmet = letIn < this.#limit / 2 ? this.#unmet + 1 : 0;
-      const fast = votes > 0 && median <= emitBoundMs / 4 && this.#ticks - this.#lastCut > SETTLE_TICKS;
+      const fast = votes > 0 && median <= emitBoundMs / 4 && this.#ticks - this.#lastBehind > SETTLE_TICKS;
       this.#limit = this.#unmet > BUSY_TICKS ? Infinity : this.#limit * (fast ? FAST_GROWTH : GROWTH);
     }
     this.#credit = Math.min(this.#credit + this.#limit, Math.max(1, 2 * this.#limit));
@@ -257,7 +263,6 @@ export class DeliveryLag {
   #cut(by: number): void {
     const limit = this.#limit === Infinity ? Math.max(this.#meanLetIn, 1) : this.#limit;
     this.#limit = limit / by;
-    this.#lastCut = this.#ticks;
     this.#calmUntil = this.#ticks + Math.ceil(this.medianMs / TICK_MS);
   }
 }
