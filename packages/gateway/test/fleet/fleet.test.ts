@@ -140,8 +140,13 @@ test('Redis FLUSHALL, then a Redis restart: every node writes its routes back an
   assert.equal(refused.status, 503);
   await until(async () => (await fetch(`${node(0).http}/readyz`)).status === 503, 'node A to report not ready');
   await until(async () => (await leanReads()).every((lean) => lean === 0), "every node's emit reads to go through ioredis");
+  // A node's own channel is subscribed again apart from its commands: until it is, an emit for its clients is 202, not
+  // 200. A canary round trip through it after the restart shows it is (one before could not have come back).
+  const canaries = () => Promise.all(fleet.nodes.map((each) => nodeMetric(each, 'herald_canary_round_trip_seconds_count{target="self"}')));
+  const canariesBefore = await canaries();
   await redis.restart();
   await until(async () => (await resyncs()).every((count, i) => count > (seen[i] as number)), 'every node to resync');
+  await until(async () => (await canaries()).every((count, i) => count > (canariesBefore[i] as number)), "every node's own channel to deliver again");
   await until(async () => (await fetch(`${node(0).http}/readyz`)).status === 200, 'node A to be ready again');
   await until(async () => (await leanReads()).every((lean) => lean === 1), "every node's emit reads back on their own connection");
   await everyoneReached(people, node(2), 'after restart');
