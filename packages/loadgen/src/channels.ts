@@ -15,33 +15,21 @@ import { EmitTallies } from './emit-tallies.ts';
 import { clockMs, sentAtOf, type FramePosition } from './frames.ts';
 import { Histogram } from './histogram.ts';
 import { HttpConnection, jsonPostHead } from './http-connection.ts';
-import type { ClientKind, ClientObserver, HistoryOutcome, LoadClient } from './load-client.ts';
+import type { ClientObserver, HistoryOutcome, LoadClient } from './load-client.ts';
+import type { ChannelsOptions } from './options.ts';
 import { paced } from './pool.ts';
 import { pause } from './prepare.ts';
 import { planClient, type Roster } from './roster.ts';
 import { sourceAddress } from './source-addresses.ts';
 import { newClient } from './ws-client.ts';
 
-export interface ChannelSpec {
+/** A run: the options of `wsload channels` that shape it (options.ts says what each is), and where it emits. */
+export type ChannelSpec = Pick<ChannelsOptions, 'clients' | 'channels' | 'sendersRatio' | 'sendRate' | 'history' | 'sessionS' | 'connectRate' | 'timeoutMs' | 'perAddress' | 'client'> & {
   roster: Roster;
   /** The load balancer's (or a node's) http://host:port: where senders emit. */
   httpBase: string;
   userPath: string;
-  clients: number;
-  channels: number;
-  /** Share of the clients that send (client i sends when ⌊(i+1)·ratio⌋ > ⌊i·ratio⌋). */
-  sendersRatio: number;
-  /** Emits a second per sender while it is connected. */
-  sendRate: number;
-  /** How far behind its channel's latest known position a client joins (REGISTER since); 0: no since. */
-  history: number;
-  /** A client's mean time connected before it leaves and joins again; 0: clients stay. */
-  sessionS: number;
-  connectRate: number;
-  timeoutMs: number;
-  perAddress: number;
-  client: ClientKind;
-}
+};
 
 /** The figures of a window; latencies in ms. */
 export interface ChannelFigures {

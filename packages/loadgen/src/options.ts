@@ -126,9 +126,9 @@ export interface ChannelsOptions extends CommonOptions {
   wsUrl: string;
   clients: number;
   channels: number;
-  /** Share of the clients that send. */
+  /** Share of the clients that send (client i sends when ⌊(i+1)·ratio⌋ > ⌊i·ratio⌋). */
   sendersRatio: number;
-  /** Emits a second per sender. */
+  /** Emits a second per sender while it is connected. */
   sendRate: number;
   /** Notifications behind the channel's latest known position a client joins from (REGISTER since); 0: no since. */
   history: number;
