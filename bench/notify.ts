@@ -17,10 +17,13 @@ const wsFigure = (name: string): string => `ws_${name}`;
 /** The same clients reading at half the rate the node sent them in the unpaced broadcast (slow_ws_*): slower than it. */
 const slowWsFigure = (name: string): string => `slow_ws_${name}`;
 
-/** Each client's read rate for the slow clients' run: half what each was sent in the ws clients' unpaced broadcast. */
-function slowReadRate(ctx: BenchContext): string[] {
+/**
+ * Each client's read rate for the slow clients' run: half what each was sent in the ws clients' unpaced broadcast;
+ * undefined without that figure (the run is then skipped, not made at full speed under the slow run's name).
+ */
+function slowReadRate(ctx: BenchContext): string[] | undefined {
   const sent = ctx.results.figures[wsFigure('broadcast_1k_all_per_s')];
-  return sent === undefined ? [] : ['--read-rate', String(Math.max(1, Math.round(sent / NOTIFY_CLIENTS / 2)))];
+  return sent === undefined ? undefined : ['--read-rate', String(Math.max(1, Math.round(sent / NOTIFY_CLIENTS / 2)))];
 }
 
 export async function loadScenarios(ctx: BenchContext, t: Target): Promise<void> {
@@ -39,8 +42,10 @@ export async function loadScenarios(ctx: BenchContext, t: Target): Promise<void>
     // Paced broadcasts are the same few emits either way: the other three.
     if (wsClients) {
       await ctx.runSteps(t, notifySteps(ctx, t, wsFigure, WS_CLIENTS).filter(([name]) => name !== 'broadcast-paced'), rateRuns, 'ws-clients ');
-      const slow = notifySteps(ctx, t, slowWsFigure, [...WS_CLIENTS, ...slowReadRate(ctx)]).filter(([name]) => name === 'broadcast-1k');
-      await ctx.runSteps(t, slow, rateRuns, 'slow-ws-clients ');
+      const readRate = slowReadRate(ctx);
+      const slow = notifySteps(ctx, t, slowWsFigure, [...WS_CLIENTS, ...(readRate ?? [])]).filter(([name]) => name === 'broadcast-1k');
+      if (readRate) await ctx.runSteps(t, slow, rateRuns, 'slow-ws-clients ');
+      else console.error('bench: no ws_broadcast_1k_all_per_s to pace the slow ws clients by: their run is skipped');
     }
     if (everyClient === undefined) return;
     ctx.sampler.phase = `${t.name} fill`;
