@@ -11,11 +11,9 @@
  *
  * Each tick, every connection probed lately has one vote: the age of its probe in flight, else its last probe's lag.
  * The node's lag is the median vote, so that one slow reader among busy ones holds back nobody (it is closed instead).
- * Past emit.maxLagMs every emit is refused. Past half of it the emits let in are limited, and the limit halved (once a
- * lag, the time its effect takes to show); caught up, the limit grows by a step a tick, and goes once emits no longer
- * meet it. A lag is only known once a probe comes back: a node that let in every emit until then, or all at once
- * after, would give its clients a second or more to read before the next probe could tell.
+ * Past emit.maxLagMs every emit is refused; from half of it, while the lag climbs, fewer are let in (emit-limit.ts).
  */
+import { EmitLimit } from './emit-limit.ts';
 import type { Session } from './session.ts';
 
 export interface LagOptions {
@@ -48,17 +46,6 @@ const TICK_MS = 50;
 const BUSY_TICKS = 20;
 /** A connection's last answer votes through its rest and this much after, until its next probe is likely in flight. */
 const VOTE_TICKS = 8;
-/** Caught up (the lag within half of emit.maxLagMs), the limit on emits grows this much a tick: half again a second. */
-const GROWTH = 1.02;
-/** Well within it (a quarter), with busy connections to show it, this much: tenfold a second. */
-const FAST_GROWTH = 1.125;
-/** A lag that grew this much a ms over the last SLOPE_TICKS (from their lowest) is climbing. */
-const CLIMBING = 0.15;
-const SLOPE_TICKS = 10;
-/** Ticks after the lag was last past half the bound during which the limit only takes short steps. */
-const SETTLE_TICKS = 40;
-/** The weight of a tick in the mean of emits let in a tick. */
-const MEAN_WEIGHT = 0.2;
 /**
  * Ticks an answered connection waits before it may be probed again: a connection well within the bound (a quarter of
  * emit.maxLagMs) the long rest, so that fast readers cost few probes; one further behind the short one.
@@ -73,7 +60,7 @@ export class DeliveryLag {
   readonly #options: LagOptions;
   /** Probes in flight, in the order sent: session -> sent at (performance.now()). */
   readonly #inFlight = new Map<Session, number>();
-  /** Each connection's last answered probe within BUSY_TICKS, the oldest first. */
+  /** Each connection's last answered probe, while it votes. */
   readonly #answers = new Map<Session, Answer>();
   /** Connections answered and resting, by the tick they may be probed again at (modulo LONG_REST_TICKS). */
   readonly #resting: Set<Session>[] = Array.from({ length: LONG_REST_TICKS }, () => new Set());
@@ -91,24 +78,12 @@ export class DeliveryLag {
   lagging = 0;
   /** Whether the node's lag is past emit.maxLagMs: every emit is refused, or waits. */
   over = false;
-  /** Emits let in a tick while the node has been behind lately; Infinity otherwise. */
-  #limit = Infinity;
-  /** Emits that may still be let in: the limit added each tick, kept up to twice it. */
-  #credit = 0;
-  #letIn = 0;
-  #meanLetIn = 0;
-  /** The tick before which the limit is not halved again. */
-  #calmUntil = 0;
-  /** Ticks in a row in which emits did not reach half the limit. */
-  #unmet = 0;
-  /** The median of each of the last SLOPE_TICKS ticks, by tick. */
-  readonly #medians = new Float64Array(SLOPE_TICKS);
-  #wasOver = false;
-  /** The last tick at which the lag was past half the bound. */
-  #lastBehind = -Infinity;
+  /** The emits let in while the lag climbs. */
+  readonly #limit: EmitLimit;
 
   constructor(options: LagOptions) {
     this.#options = options;
+    this.#limit = new EmitLimit(options.emitBoundMs, TICK_MS);
   }
 
   get emitBoundMs(): number {
@@ -117,13 +92,7 @@ export class DeliveryLag {
 
   /** Whether to refuse this emit: past emit.maxLagMs, or past the limit; else it is counted as let in. */
   refuses(): boolean {
-    if (this.over) return true;
-    if (this.#limit !== Infinity) {
-      if (this.#credit < 1) return true;
-      this.#credit--;
-    }
-    this.#letIn++;
-    return false;
+    return this.over || !this.#limit.take();
   }
 
   /** `bytes` were written to `session`: probe it once it is busy. */
@@ -184,9 +153,9 @@ export class DeliveryLag {
     rested.clear();
     const votes = this.#count();
     this.#judge(votes);
-    this.#limitEmits(votes);
+    this.#limit.tick({ tick: this.#ticks, medianMs: this.medianMs, over: this.over, votes });
     // Nothing written for a while and no limit to grow: nothing to tick for.
-    if (this.#inFlight.size === 0 && this.#answers.size === 0 && this.#ticks - this.#lastWrite > BUSY_TICKS && this.#limit === Infinity) this.stop();
+    if (this.#inFlight.size === 0 && this.#answers.size === 0 && this.#ticks - this.#lastWrite > BUSY_TICKS && !this.#limit.limiting) this.stop();
   };
 
   /** Each busy connection's vote into the histogram (probes past websocket.maxLagMs shed); answers how many. */
@@ -227,43 +196,6 @@ export class DeliveryLag {
       for (const resolve of this.#waiters) resolve();
       this.#waiters = [];
     }
-  }
-
-  /**
-   * The limit on emits let in. Passing the bound (every emit is then refused), it is halved; a node without a limit
-   * takes half of what it let in lately. Climbing past half of the bound, it is cut by how much faster the lag climbed
-   * than time went by (a lag that grew a second in a second: the clients read half what they were sent), once a lag
-   * (the time a cut takes to show). Caught up, it grows a step a tick: a long one once the lag has been well within
-   * the bound for a while and busy connections show it, else a short one (clients idle after a refusal tell
-   * nothing). It goes once emits no longer meet it.
-   */
-  #limitEmits(votes: number): void {
-    const letIn = this.#letIn;
-    this.#letIn = 0;
-    this.#meanLetIn += (letIn - this.#meanLetIn) * MEAN_WEIGHT;
-    const { emitBoundMs } = this.#options;
-    const median = this.medianMs;
-    const climb = (median - Math.min(...this.#medians)) / (SLOPE_TICKS * TICK_MS);
-    this.#medians[this.#ticks % SLOPE_TICKS] = median;
-    const entered = this.over && !this.#wasOver;
-    this.#wasOver = this.over;
-    if (this.over || median > emitBoundMs / 2) {
-      this.#unmet = 0;
-      this.#lastBehind = this.#ticks;
-      if (entered) this.#cut(2);
-      else if (!this.over && climb > CLIMBING && this.#ticks >= this.#calmUntil) this.#cut(1 + climb);
-    } else if (this.#limit !== Infinity) {
-      this.#unmet = letIn < this.#limit / 2 ? this.#unmet + 1 : 0;
-      const fast = votes > 0 && median <= emitBoundMs / 4 && this.#ticks - this.#lastBehind > SETTLE_TICKS;
-      this.#limit = this.#unmet > BUSY_TICKS ? Infinity : this.#limit * (fast ? FAST_GROWTH : GROWTH);
-    }
-    this.#credit = Math.min(this.#credit + this.#limit, Math.max(1, 2 * this.#limit));
-  }
-
-  #cut(by: number): void {
-    const limit = this.#limit === Infinity ? Math.max(this.#meanLetIn, 1) : this.#limit;
-    this.#limit = limit / by;
-    this.#calmUntil = this.#ticks + Math.ceil(this.medianMs / TICK_MS);
   }
 }
 
